@@ -1,0 +1,178 @@
+"""Ecosystem specs: the tools an agent may call, their semantic types, seed and probe.
+
+An ecosystem folder holds ``ecosystem.yaml`` (validated by :class:`EcosystemSpec`) plus
+the code it names: a seed module, a sampler module and a probe script.
+
+Semantic types are dotted names.  A value of type ``U`` satisfies a parameter of type
+``T`` when ``U == T`` or ``U`` starts with ``T + "."`` — so a ``file.text.csv`` may be
+passed where a ``file.text`` is expected.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+ParserName = Literal["int", "number", "text", "lines", "json", "file"]
+Effect = Literal["read", "write"]
+OutputOrder = Literal["preserved", "sorted", "unordered"]
+
+SCALAR_TYPES = ("int", "number", "text")
+
+
+def type_satisfies(value_type: str, param_type: str) -> bool:
+    """True when a value of ``value_type`` may bind a parameter of ``param_type``."""
+    return value_type == param_type or value_type.startswith(param_type + ".")
+
+
+def _unique(items: list, what: str) -> list:
+    names = [i.name for i in items]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"duplicate {what} names: {dupes}")
+    return items
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Sample(_Strict):
+    """A literal drawn at execution time from the content bound to another parameter.
+
+    ``facet`` names a sampler function of the ecosystem; ``of`` names the parameter whose
+    file the sampler reads.  ``with_`` passes other already-resolved parameters along.
+    """
+
+    facet: str
+    of: str
+    with_: list[str] = Field(default_factory=list, alias="with")
+
+
+class Param(_Strict):
+    """One input of a tool.
+
+    Exactly one of three binding sources applies:
+    - ``type`` only: an upstream output or a state value of a compatible type;
+    - ``sample``: a literal sampled from the state at execution time;
+    - ``type == "path.out"``: a fresh output path the planner names (``ext`` is its suffix).
+    """
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    type: str = Field(pattern=r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
+    description: str
+    sample: Sample | None = None
+    ext: str | None = None
+    stem: str | None = None
+    json_type: Literal["string", "integer", "number"] = "string"
+
+    @model_validator(mode="after")
+    def _out_has_ext(self) -> Param:
+        if self.type == "path.out" and not self.ext:
+            raise ValueError("a 'path.out' parameter needs 'ext' (e.g. 'txt')")
+        return self
+
+
+class Returns(_Strict):
+    """What a tool produces: parsed stdout (``from_param`` unset) or the file a param names."""
+
+    type: str
+    parser: ParserName
+    description: str = ""
+    from_param: str | None = None
+    order: OutputOrder = "preserved"
+
+
+class ToolSpec(_Strict):
+    """A typed tool: a shell command template that really runs in the sandbox.
+
+    ``command`` is a jinja2 template; every ``{{ expr }}`` is shell-quoted on render.
+    ``intent`` is a jinja2 noun phrase describing the result, used in instructions.
+    """
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    description: str
+    params: list[Param]
+    returns: Returns
+    command: str = Field(min_length=1)
+    effect: Effect
+    intent: str = Field(min_length=1)
+
+    @field_validator("params")
+    @classmethod
+    def _unique_params(cls, params: list[Param]) -> list[Param]:
+        return _unique(params, "parameter")
+
+    @model_validator(mode="after")
+    def _references_exist(self) -> ToolSpec:
+        names = {p.name for p in self.params}
+        for p in self.params:
+            if p.sample and p.sample.of not in names:
+                raise ValueError(f"param {p.name!r} samples from unknown param {p.sample.of!r}")
+            for other in p.sample.with_ if p.sample else []:
+                if other not in names:
+                    raise ValueError(f"param {p.name!r} samples with unknown param {other!r}")
+        if self.returns.from_param and self.returns.from_param not in names:
+            raise ValueError(f"returns.from_param names unknown param {self.returns.from_param!r}")
+        if self.effect == "write" and not self.returns.from_param:
+            raise ValueError("a 'write' tool must return the file it writes (returns.from_param)")
+        return self
+
+    def param(self, name: str) -> Param:
+        return next(p for p in self.params if p.name == name)
+
+    def json_schema(self) -> dict:
+        """The tool as an OpenAI / Hugging Face function definition."""
+        props = {p.name: {"type": p.json_type, "description": p.description} for p in self.params}
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": {
+                    "type": "object",
+                    "properties": props,
+                    "required": [p.name for p in self.params],
+                },
+            },
+        }
+
+
+class CodeRef(_Strict):
+    module: str = Field(pattern=r"^[A-Za-z0-9_]+\.py$")
+    function: str = "generate"
+
+
+class ImageSpec(_Strict):
+    packages: list[str] = Field(default_factory=list)
+
+
+class StateType(_Strict):
+    """Files of the seeded state matching ``glob`` carry semantic ``type``."""
+
+    glob: str
+    type: str
+
+
+class EcosystemSpec(_Strict):
+    name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
+    description: str
+    version: str = "1"
+    seed: CodeRef
+    samplers: CodeRef | None = None
+    probe: str = Field(pattern=r"^[A-Za-z0-9_]+\.py$", description="stdlib probe script")
+    image: ImageSpec = Field(default_factory=ImageSpec)
+    state_types: list[StateType]
+    tools: list[ToolSpec] = Field(min_length=1)
+
+    @field_validator("tools")
+    @classmethod
+    def _unique_tools(cls, tools: list[ToolSpec]) -> list[ToolSpec]:
+        return _unique(tools, "tool")
+
+    def tool(self, name: str) -> ToolSpec:
+        for t in self.tools:
+            if t.name == name:
+                return t
+        raise KeyError(f"ecosystem {self.name!r} has no tool {name!r}")

@@ -1,0 +1,111 @@
+"""Workflow graphs and candidates: what the planner produces and execution consumes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Shape = Literal["chain", "fan_out", "fan_in", "diamond"]
+
+
+class Binding(BaseModel):
+    """Where one step input comes from.
+
+    - ``state``: ``value`` is a path or value present in the seeded state;
+    - ``step``: the output of upstream step ``step``;
+    - ``literal``: ``value`` verbatim (e.g. an output path chosen by the planner);
+    - ``sample``: drawn at execution time by sampler ``facet`` from the file bound to
+      param ``of`` (deterministic in the candidate seed).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["state", "step", "literal", "sample"]
+    value: str | None = None
+    step: str | None = None
+    facet: str | None = None
+    of: str | None = None
+
+    @model_validator(mode="after")
+    def _fields_match_kind(self) -> Binding:
+        need = {"state": ("value",), "literal": ("value",), "step": ("step",),
+                "sample": ("facet", "of")}[self.kind]
+        missing = [f for f in need if getattr(self, f) is None]
+        if missing:
+            raise ValueError(f"a {self.kind!r} binding needs {missing}")
+        return self
+
+    def pattern(self) -> str:
+        """The binding's structure without values, for fingerprints."""
+        if self.kind == "step":
+            return "step"
+        if self.kind == "sample":
+            return f"sample:{self.facet}"
+        return self.kind
+
+
+class Step(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    tool: str
+    bind: dict[str, Binding]
+
+
+class WorkflowGraph(BaseModel):
+    """A DAG of tool steps, listed in a valid execution (topological) order."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ecosystem: str
+    shape: Shape
+    steps: list[Step] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _acyclic_in_order(self) -> WorkflowGraph:
+        seen: set[str] = set()
+        for step in self.steps:
+            if step.id in seen:
+                raise ValueError(f"duplicate step id {step.id!r}")
+            for name, b in step.bind.items():
+                if b.kind == "step" and b.step not in seen:
+                    raise ValueError(f"step {step.id!r} input {name!r} uses {b.step!r} "
+                                     "which does not run before it")
+            seen.add(step.id)
+        return self
+
+    @property
+    def depth(self) -> int:
+        level: dict[str, int] = {}
+        for step in self.steps:
+            ups = [level[b.step] for b in step.bind.values() if b.kind == "step" and b.step]
+            level[step.id] = 1 + max(ups, default=0)
+        return max(level.values())
+
+    def fingerprint(self) -> str:
+        """Structural identity: shape + tool multiset + binding pattern, not values."""
+        index = {s.id: i for i, s in enumerate(self.steps)}
+        parts = []
+        for s in self.steps:
+            binds = sorted(
+                f"{k}={b.pattern()}" + (f"@{index[b.step]}" if b.kind == "step" else "")
+                for k, b in s.bind.items()
+            )
+            parts.append(f"{s.tool}({','.join(binds)})")
+        blob = json.dumps([self.ecosystem, self.shape, parts])
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+class Candidate(BaseModel):
+    """One workflow graph + one environment seed, on its way to becoming a task."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    candidate_id: str
+    index: int
+    ecosystem: str
+    seed: int
+    graph: WorkflowGraph
