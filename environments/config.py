@@ -1,0 +1,109 @@
+"""Backend configuration for sandboxes, and choosing/creating a provider.
+
+``BackendConfig`` is a discriminated union on ``type`` ("docker" | "local"), so a config
+file can say ``{"type": "docker", "memory_mb": 1024}``. Importing this module never
+imports the docker SDK; ``make_provider`` imports the backend lazily.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import warnings
+from typing import TYPE_CHECKING, Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from environments.sandbox import SandboxProvider
+
+log = logging.getLogger(__name__)
+
+DEFAULT_IMAGE = "taskfactory/base:bookworm"
+BACKEND_NAMES = ("docker", "local", "auto")
+LOCAL_FALLBACK_WARNING = "no Docker daemon answers; using the local backend (weaker isolation)"
+
+
+class DockerConfig(BaseModel):
+    """One hardened container per sandbox (see docker_backend)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["docker"] = "docker"
+    image: str = DEFAULT_IMAGE
+    network_mode: str = "none"
+    cap_drop: list[str] = Field(default_factory=lambda: ["ALL"])
+    security_opt: list[str] = Field(default_factory=lambda: ["no-new-privileges"])
+    pids_limit: int = Field(default=256, gt=0)
+    memory_mb: int = Field(default=512, gt=0)  # memory and memory+swap are set equal
+    cpus: float = Field(default=1.0, gt=0)
+    user: str = "1000:1000"
+    workdir: str = "/workspace"
+    init: bool = True
+    output_cap_bytes: int = Field(default=2**20, gt=0)
+
+
+class LocalConfig(BaseModel):
+    """A temp dir on the host per sandbox, with rlimits (see local_backend)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["local"] = "local"
+    memory_mb: int = Field(default=1024, gt=0)
+    cpu_seconds: int = Field(default=60, gt=0)
+    max_file_mb: int = Field(default=64, gt=0)
+    output_cap_bytes: int = Field(default=2**20, gt=0)
+
+
+BackendConfig = Annotated[DockerConfig | LocalConfig, Field(discriminator="type")]
+
+
+def docker_available(timeout: float = 3.0) -> bool:
+    """True when a Docker daemon answers a ping within ``timeout`` s; False on any error."""
+    try:
+        import docker
+    except Exception:
+        return False
+    client = None
+    try:
+        client = docker.from_env(timeout=timeout)
+        return bool(client.ping())
+    except Exception:
+        return False
+    finally:
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
+
+
+def resolve_backend(name: str) -> DockerConfig | LocalConfig:
+    """Default config for backend ``name``: "docker", "local" or "auto".
+
+    "auto" picks docker when a daemon answers, else local, with a warning (both
+    ``warnings.warn`` and a WARNING log line) because the local backend isolates less.
+    """
+    key = name.strip().lower() if isinstance(name, str) else name
+    if key == "docker":
+        return DockerConfig()
+    if key == "local":
+        return LocalConfig()
+    if key == "auto":
+        if docker_available():
+            return DockerConfig()
+        warnings.warn(LOCAL_FALLBACK_WARNING, RuntimeWarning, stacklevel=2)
+        log.warning(LOCAL_FALLBACK_WARNING)
+        return LocalConfig()
+    raise ValueError(f"unknown sandbox backend {name!r}; allowed: {', '.join(BACKEND_NAMES)}")
+
+
+def make_provider(config: DockerConfig | LocalConfig, run_id: str) -> SandboxProvider:
+    """Create the provider for ``config`` (imports the backend module only now)."""
+    if isinstance(config, DockerConfig):
+        from environments.docker_backend import DockerProvider
+
+        return DockerProvider(config, run_id)
+    if isinstance(config, LocalConfig):
+        from environments.local_backend import LocalProvider
+
+        return LocalProvider(config, run_id)
+    raise TypeError(f"not a backend config: {type(config).__name__}")
