@@ -1,0 +1,142 @@
+"""Load ecosystems — built-in by name, or a user's folder by path.
+
+An :class:`Ecosystem` bundles the validated spec with the code it names: the seed
+generator, the samplers and the probe script's source.  Errors raise
+:class:`EcosystemError` with a one-line message naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
+from pathlib import Path
+from types import ModuleType
+
+import yaml
+from pydantic import ValidationError
+
+from schemas.ecosystem import EcosystemSpec
+
+BUILTIN_DIR = Path(__file__).parent
+SPEC_FILE = "ecosystem.yaml"
+
+Sampler = Callable[..., str]
+
+
+class EcosystemError(ValueError):
+    """An ecosystem cannot be found or its spec is invalid."""
+
+
+@dataclass(frozen=True)
+class Ecosystem:
+    spec: EcosystemSpec
+    folder: Path
+    seed_fn: Callable[[int], dict[str, bytes]]
+    samplers: dict[str, Sampler]
+    probe_source: str
+    digest: str = field(default="")
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def seed_state(self, seed: int) -> dict[str, bytes]:
+        return self.seed_fn(seed)
+
+    def state_type(self, path: str) -> str | None:
+        """The semantic type of a seeded file, from the spec's ``state_types`` globs."""
+        for st in self.spec.state_types:
+            if fnmatch(path, st.glob):
+                return st.type
+        return None
+
+    def sample(self, facet: str, content: bytes, rng: random.Random, **context: str) -> str:
+        if facet not in self.samplers:
+            raise EcosystemError(f"{self.folder / SPEC_FILE}: no sampler named {facet!r}")
+        return self.samplers[facet](content, rng, **context)
+
+
+def builtin_names() -> list[str]:
+    return sorted(p.parent.name for p in BUILTIN_DIR.glob(f"*/{SPEC_FILE}"))
+
+
+def _import(folder: Path, module: str, spec_file: Path, what: str) -> ModuleType:
+    path = folder / module
+    if not path.is_file():
+        raise EcosystemError(f"{spec_file}: field '{what}': file {module!r} does not exist")
+    mod_spec = importlib.util.spec_from_file_location(f"taskfactory_eco_{folder.name}_{path.stem}",
+                                                      path)
+    assert mod_spec and mod_spec.loader
+    module_obj = importlib.util.module_from_spec(mod_spec)
+    mod_spec.loader.exec_module(module_obj)
+    return module_obj
+
+
+def _format_error(spec_file: Path, err: ValidationError, raw: dict) -> str:
+    first = err.errors()[0]
+    loc_parts = []
+    node: object = raw
+    for part in first["loc"]:
+        if isinstance(part, int) and isinstance(node, list) and part < len(node):
+            item = node[part]
+            name = item.get("name") if isinstance(item, dict) else None
+            loc_parts.append(f"{part}" + (f" ({name})" if name else ""))
+            node = item
+        else:
+            loc_parts.append(str(part))
+            node = node.get(part) if isinstance(node, dict) else None
+    loc = ".".join(loc_parts)
+    return f"{spec_file}: field '{loc}': {first['msg']}"
+
+
+def load_ecosystem(name_or_path: str) -> Ecosystem:
+    """A built-in ecosystem by name, or a user's ecosystem folder by path."""
+    candidate = Path(name_or_path)
+    if candidate.is_dir():
+        folder = candidate.resolve()
+    elif (BUILTIN_DIR / name_or_path / SPEC_FILE).is_file():
+        folder = BUILTIN_DIR / name_or_path
+    else:
+        raise EcosystemError(f"unknown ecosystem {name_or_path!r}: use one of "
+                             f"{', '.join(builtin_names())} or a folder holding {SPEC_FILE}")
+    spec_file = folder / SPEC_FILE
+    if not spec_file.is_file():
+        raise EcosystemError(f"{spec_file}: missing; an ecosystem folder needs {SPEC_FILE}")
+    try:
+        raw = yaml.safe_load(spec_file.read_text())
+    except yaml.YAMLError as exc:
+        raise EcosystemError(f"{spec_file}: not valid YAML: {str(exc).splitlines()[0]}") from exc
+    if not isinstance(raw, dict):
+        raise EcosystemError(f"{spec_file}: expected a mapping at the top level")
+    try:
+        spec = EcosystemSpec.model_validate(raw)
+    except ValidationError as exc:
+        raise EcosystemError(_format_error(spec_file, exc, raw)) from exc
+    seed_mod = _import(folder, spec.seed.module, spec_file, "seed.module")
+    seed_fn = getattr(seed_mod, spec.seed.function, None)
+    if not callable(seed_fn):
+        raise EcosystemError(f"{spec_file}: field 'seed.function': {spec.seed.module} has no "
+                             f"function {spec.seed.function!r}")
+    samplers: dict[str, Sampler] = {}
+    if spec.samplers:
+        mod = _import(folder, spec.samplers.module, spec_file, "samplers.module")
+        samplers = {n: f for n, f in vars(mod).items() if callable(f) and not n.startswith("_")
+                    and getattr(f, "__module__", None) == mod.__name__}
+    for tool in spec.tools:
+        for p in tool.params:
+            if p.sample and p.sample.facet not in samplers:
+                raise EcosystemError(f"{spec_file}: field 'tools.{tool.name}.params.{p.name}."
+                                     f"sample.facet': no sampler named {p.sample.facet!r}")
+    probe_path = folder / spec.probe
+    if not probe_path.is_file():
+        raise EcosystemError(f"{spec_file}: field 'probe': file {spec.probe!r} does not exist")
+    probe_source = probe_path.read_text()
+    digest = hashlib.sha256()
+    for f in sorted(folder.glob("*")):
+        if f.is_file() and f.suffix in (".py", ".yaml", ".yml"):
+            digest.update(f.name.encode() + b"\0" + f.read_bytes())
+    return Ecosystem(spec, folder, seed_fn, samplers, probe_source, digest.hexdigest()[:16])

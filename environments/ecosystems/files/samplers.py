@@ -1,0 +1,119 @@
+"""Execution-time samplers for the ``files`` ecosystem.
+
+Each sampler takes the bytes of the file bound to the parameter named in ``sample.of``,
+a seeded ``random.Random`` and the other resolved arguments it asked for, and returns a
+literal that makes the tool call meaningful on exactly that content.  A sampler raises
+``LookupError`` when the content offers no such literal.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9_.@-]{3,}")
+
+
+def _lines(content: bytes) -> list[str]:
+    return content.decode(errors="replace").splitlines()
+
+
+def token(content: bytes, rng: random.Random, **_: str) -> str:
+    """A word found on some lines but not all: a selective, non-trivial filter."""
+    lines = _lines(content)
+    counts: dict[str, int] = {}
+    for line in lines:
+        for word in set(TOKEN.findall(line)):
+            counts[word] = counts.get(word, 0) + 1
+    good = sorted(w for w, c in counts.items() if 2 <= c <= max(2, len(lines) // 2))
+    good = good or sorted(w for w, c in counts.items() if c < len(lines))
+    if not good:
+        raise LookupError("no selective token in file")
+    return rng.choice(good)
+
+
+def line_count(content: bytes, rng: random.Random, **_: str) -> str:
+    n = len(_lines(content))
+    if n < 3:
+        raise LookupError("file too short to take a strict prefix")
+    return str(rng.randint(2, n - 1))
+
+
+def _table(content: bytes) -> tuple[list[str], list[list[str]]]:
+    lines = _lines(content)
+    if len(lines) < 2:
+        raise LookupError("csv has no rows")
+    header = lines[0].split(",")
+    rows = [line.split(",") for line in lines[1:] if line]
+    return header, [r for r in rows if len(r) == len(header)]
+
+
+def _is_number(v: str) -> bool:
+    try:
+        float(v)
+    except ValueError:
+        return False
+    return True
+
+
+def csv_column(content: bytes, rng: random.Random, **_: str) -> str:
+    header, _ = _table(content)
+    return rng.choice(header)
+
+
+def csv_numeric_column(content: bytes, rng: random.Random, **_: str) -> str:
+    header, rows = _table(content)
+    numeric = [h for i, h in enumerate(header)
+               if all(_is_number(r[i]) for r in rows) and not h.endswith("_id")]
+    if not numeric:
+        raise LookupError("csv has no numeric column")
+    return rng.choice(numeric)
+
+
+def csv_category_column(content: bytes, rng: random.Random, **_: str) -> str:
+    """A non-numeric column whose values repeat: filtering on it keeps a real subset."""
+    header, rows = _table(content)
+    cats = [h for i, h in enumerate(header) if not any(_is_number(r[i]) for r in rows)
+            and 1 < len({r[i] for r in rows}) < len(rows)]
+    if not cats:
+        raise LookupError("csv has no categorical column")
+    return rng.choice(cats)
+
+
+def csv_value(content: bytes, rng: random.Random, column: str = "", **_: str) -> str:
+    header, rows = _table(content)
+    if column not in header:
+        raise LookupError(f"csv has no column {column!r}")
+    i = header.index(column)
+    return rng.choice(sorted({r[i] for r in rows}))
+
+
+def _object(content: bytes) -> dict:
+    data = json.loads(content)
+    if not isinstance(data, dict):
+        raise LookupError("json is not an object")
+    return data
+
+
+def json_key(content: bytes, rng: random.Random, **_: str) -> str:
+    data = _object(content)
+    keys = sorted(k for k, v in data.items() if isinstance(v, str | int | float | bool))
+    if not keys:
+        raise LookupError("json has no scalar field")
+    return rng.choice(keys)
+
+
+def json_value(content: bytes, rng: random.Random, key: str = "", **_: str) -> str:
+    """A new JSON literal of the same type as the current value, different from it."""
+    old = _object(content)[key]
+    if isinstance(old, bool):
+        new: object = not old
+    elif isinstance(old, int):
+        new = old + rng.choice([1, 2, 5, 10, 100]) * rng.choice([1, -1] if old > 100 else [1])
+    elif isinstance(old, float):
+        new = round(old * rng.uniform(1.1, 2.0), 2)
+    else:
+        new = rng.choice(["eu-north-1", "us-west-2", "staging", "blue", "canary", "ops-team"])
+        new = new if new != old else f"{old}-v2"
+    return json.dumps(new)
