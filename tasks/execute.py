@@ -1,0 +1,150 @@
+"""Execution: run a workflow graph step by step in a sandbox and record the trace.
+
+Arguments resolve in dependency order: upstream outputs, state values, planner literals,
+and samples drawn from the sandbox's current files with an RNG seeded per candidate and
+step, so a rerun resolves the same values.  Any failure raises :class:`StageFailure`
+with its category from the taxonomy.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shlex
+
+import jinja2
+
+from environments.ecosystems import Ecosystem
+from environments.sandbox import ExecResult, Sandbox
+from schemas.ecosystem import ToolSpec, type_satisfies
+from schemas.graph import Candidate, Step
+from schemas.trace import Observation, StepTrace, Trace
+from tasks.failures import StageFailure
+
+STEP_TIMEOUT_S = 20.0
+ANSWER_FILE = "answer.txt"
+_SHELL = jinja2.Environment(finalize=lambda v: shlex.quote(str(v)), autoescape=False,
+                            undefined=jinja2.StrictUndefined, keep_trailing_newline=False)
+
+
+def render_command(tool: ToolSpec, args: dict[str, str]) -> str:
+    """The tool's command with every argument shell-quoted."""
+    return _SHELL.from_string(tool.command).render(**args).strip()
+
+
+def _classify(result: ExecResult) -> StageFailure | None:
+    if result.timed_out:
+        return StageFailure("execute", "timeout", "step exceeded its time limit")
+    if result.exit_code == 0:
+        return None
+    err = result.stderr.strip().splitlines()[-1:] or [""]
+    if result.exit_code in (126, 127) or "command not found" in result.stderr:
+        return StageFailure("execute", "environment", f"exit {result.exit_code}: {err[0]}")
+    if result.exit_code == 137 or "Cannot allocate memory" in result.stderr \
+            or "Resource temporarily unavailable" in result.stderr:
+        return StageFailure("execute", "resource", f"exit {result.exit_code}: {err[0]}")
+    if "No such file" in result.stderr:
+        return StageFailure("execute", "environment", f"exit {result.exit_code}: {err[0]}")
+    return StageFailure("execute", "tool_error", f"exit {result.exit_code}: {err[0]}")
+
+
+def _parse(tool: ToolSpec, result: ExecResult, args: dict[str, str]) -> object:
+    parser, text = tool.returns.parser, result.stdout
+    try:
+        if parser == "file":
+            return args[tool.returns.from_param or ""]
+        if parser == "int":
+            return int(text.strip())
+        if parser == "number":
+            return float(text.strip())
+        if parser == "json":
+            return json.loads(text)
+        if parser == "lines":
+            return text.splitlines()
+        return text.rstrip("\n")
+    except ValueError as exc:
+        raise StageFailure("execute", "tool_error",
+                           f"{tool.name}: output does not parse as {parser}: {exc}") from exc
+
+
+def _check_not_degenerate(sandbox: Sandbox, tool: ToolSpec, output: object) -> None:
+    if tool.returns.parser == "file":
+        lines = [ln for ln in sandbox.read_file(str(output)).decode(errors="replace").splitlines()
+                 if ln.strip()]
+        minimum = 2 if type_satisfies(tool.returns.type, "file.text.csv") else 1
+        if len(lines) < minimum:
+            raise StageFailure("execute", "degenerate", f"{tool.name} wrote no content to {output}")
+    elif output in (0, 0.0, "", [], None):
+        raise StageFailure("execute", "degenerate", f"{tool.name} returned {output!r}")
+
+
+def _resolve(step: Step, tool: ToolSpec, candidate: Candidate, sandbox: Sandbox, eco: Ecosystem,
+             outputs: dict[str, object]) -> dict[str, str]:
+    args: dict[str, str] = {}
+    for p in tool.params:
+        b = step.bind[p.name]
+        if b.kind == "step":
+            args[p.name] = str(outputs[b.step or ""])
+        elif b.kind in ("state", "literal"):
+            args[p.name] = str(b.value)
+    for p in tool.params:
+        b = step.bind[p.name]
+        if b.kind != "sample":
+            continue
+        rng = random.Random(f"{candidate.seed}:{step.id}:{p.name}")
+        source = args[b.of or ""]
+        try:
+            content = sandbox.read_file(source)
+        except FileNotFoundError as exc:
+            raise StageFailure("execute", "environment", f"{source} does not exist") from exc
+        context = {w: args[w] for w in (p.sample.with_ if p.sample else [])}
+        try:
+            args[p.name] = eco.sample(b.facet or "", content, rng, **context)
+        except (LookupError, ValueError) as exc:
+            raise StageFailure("execute", "binding", f"{tool.name}.{p.name}: {exc}") from exc
+    return {p.name: args[p.name] for p in tool.params}
+
+
+def execute_graph(sandbox: Sandbox, eco: Ecosystem, candidate: Candidate) -> Trace:
+    """Run every step of the candidate's graph; the final read step's output is the answer."""
+    outputs: dict[str, object] = {}
+    steps: list[StepTrace] = []
+    for step in candidate.graph.steps:
+        tool = eco.spec.tool(step.tool)
+        args = _resolve(step, tool, candidate, sandbox, eco, outputs)
+        command = render_command(tool, args)
+        result = sandbox.exec(["bash", "-c", command], timeout=STEP_TIMEOUT_S)
+        failure = _classify(result)
+        if failure:
+            failure.detail = f"{step.id} {tool.name}: {failure.detail}"
+            raise failure
+        output = _parse(tool, result, args)
+        _check_not_degenerate(sandbox, tool, output)
+        outputs[step.id] = output
+        steps.append(StepTrace(
+            step_id=step.id, tool=tool.name, args=args, command=command,
+            observation=Observation(**result.model_dump()), output=output,
+            output_type=tool.returns.type))
+    last_tool = eco.spec.tool(candidate.graph.steps[-1].tool)
+    answer = None
+    if last_tool.effect == "read":
+        out = steps[-1].output
+        answer = f"{out:.2f}" if isinstance(out, float) else str(out)
+    return Trace(steps=steps, answer=answer)
+
+
+def solution_script(trace: Trace) -> str:
+    """``solve.sh``: the trace's commands in order; a final read step writes the answer file."""
+    lines = [
+        "#!/usr/bin/env bash",
+        "# Reference solution: the commands of the validated trace, in order.",
+        "set -euo pipefail",
+        'cd "${TASKFACTORY_WORKDIR:-/workspace}"',
+    ]
+    for i, step in enumerate(trace.steps):
+        last = i == len(trace.steps) - 1
+        if last and trace.answer is not None:
+            lines.append(f"{{ {step.command}; }} > {ANSWER_FILE}")
+        else:
+            lines.append(step.command)
+    return "\n".join(lines) + "\n"
