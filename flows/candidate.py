@@ -1,0 +1,136 @@
+"""One candidate, start to finish, in one sandbox: seed, execute, verify, gate, render.
+
+This is the body of the per-candidate Prefect task.  It composes the stages in order and
+turns any :class:`StageFailure` into a rejected attempt that names stage and reason.
+Engine errors (:class:`SandboxError`) propagate so the orchestrator can retry them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import cache
+
+from environments.config import DockerConfig, LocalConfig
+from environments.ecosystems import Ecosystem, load_ecosystem
+from environments.sandbox import SandboxProvider
+from flows.provenance import generator_version
+from flows.providers import provider_for
+from schemas.graph import Candidate
+from schemas.records import AttemptRow, TaskRow, TrajectoryRow
+from tasks.execute import execute_graph, solution_script
+from tasks.failures import StageFailure
+from tasks.instruct import render_instruction
+from tasks.trajectories import render_trajectory
+from tasks.validate import run_gate
+from tasks.verify import derive_checks, probe, render_verifier
+
+BackendConfig = DockerConfig | LocalConfig
+
+
+@dataclass
+class Outcome:
+    attempt: AttemptRow
+    task: TaskRow | None = None
+    trajectories: list[TrajectoryRow] = field(default_factory=list)
+
+
+@cache
+def ecosystem(name_or_path: str) -> Ecosystem:
+    return load_ecosystem(name_or_path)
+
+
+def env_digest(files: dict[str, bytes]) -> str:
+    h = hashlib.sha256()
+    for path in sorted(files):
+        h.update(path.encode() + b"\0" + hashlib.sha256(files[path]).digest())
+    return h.hexdigest()[:20]
+
+
+def task_id_for(eco: Ecosystem, digest: str, candidate: Candidate, instruction: str,
+                verifier_py: str, solution_sh: str) -> str:
+    blob = json.dumps([eco.name, eco.digest, digest, candidate.graph.model_dump(mode="json"),
+                       instruction, verifier_py, solution_sh], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def build_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendConfig,
+                    run_id: str, provider: SandboxProvider | None = None) -> Outcome:
+    """Run one candidate through every stage and return its attempt (and task, if accepted)."""
+    eco = ecosystem(ecosystem_ref)
+    provider = provider or provider_for(backend, run_id)
+    times = {"sandbox_s": 0.0, "execute_s": 0.0, "gate_s": 0.0, "render_s": 0.0}
+    t_start = time.perf_counter()
+    stage, task, trajectories = "sandbox", None, []
+    status, reason, detail = "accepted", "accepted", ""
+
+    def lap(key: str, t0: float) -> float:
+        now = time.perf_counter()
+        times[key] += now - t0
+        return now
+
+    try:
+        t = time.perf_counter()
+        files = eco.seed_state(candidate.seed)
+        with provider.sandbox(labels={"taskfactory.candidate": candidate.candidate_id}) as sb:
+            sb.write_files(files)
+            initial = sb.snapshot()
+            t = lap("sandbox_s", t)
+            stage = "execute"
+            before = probe(sb, eco)
+            trace = execute_graph(sb, eco, candidate)
+            after = probe(sb, eco)
+            t = lap("execute_s", t)
+            stage = "verify"
+            checks = derive_checks(eco, trace, before, after)
+            verifier_py = render_verifier(checks, task_ref=candidate.candidate_id)
+            solution_sh = solution_script(trace)
+            instruction = render_instruction(eco, candidate, trace)
+            t = lap("render_s", t)
+            stage = "validate"
+            gate = run_gate(sb, initial, solution_sh, verifier_py)
+            t = lap("gate_s", t)
+        stage = "render"
+        digest = env_digest(files)
+        task_id = task_id_for(eco, digest, candidate, instruction, verifier_py, solution_sh)
+        now = datetime.now(UTC)
+        graph = candidate.graph
+        task = TaskRow(
+            task_id=task_id, run_id=run_id, candidate_id=candidate.candidate_id,
+            ecosystem=eco.name, ecosystem_version=f"{eco.spec.version}+{eco.digest}",
+            seed=candidate.seed, shape=graph.shape, depth=graph.depth, n_steps=len(graph.steps),
+            fingerprint=graph.fingerprint(), tools=[s.tool for s in graph.steps],
+            instruction=instruction, answer=trace.answer, solution_sh=solution_sh,
+            verifier_py=verifier_py, checks_json=json.dumps([c.model_dump() for c in checks]),
+            graph_json=graph.model_dump_json(), trace_json=trace.model_dump_json(),
+            env_digest=digest, image=getattr(backend, "image", "local"), backend=backend.type,
+            gate=gate, generator_version=generator_version(), created_at=now)
+        trajectories = [render_trajectory(eco, task_id, run_id, instruction, trace)]
+        lap("render_s", t)
+        stage = "accepted"
+    except StageFailure as failure:
+        status, stage, reason, detail = "rejected", failure.stage, failure.reason, failure.detail
+    graph = candidate.graph
+    attempt = AttemptRow(
+        candidate_id=candidate.candidate_id, run_id=run_id, index=candidate.index,
+        ecosystem=eco.name, seed=candidate.seed, shape=graph.shape, depth=graph.depth,
+        fingerprint=graph.fingerprint(), status=status, stage=stage, reason=reason,
+        detail=detail[:500], task_id=task.task_id if task else None, backend=backend.type,
+        total_s=time.perf_counter() - t_start, created_at=datetime.now(UTC), **times)
+    return Outcome(attempt=attempt, task=task, trajectories=trajectories)
+
+
+def engine_failure(candidate: Candidate, eco_name: str, backend_type: str, run_id: str,
+                   exc: BaseException) -> Outcome:
+    """The attempt of a candidate whose sandbox kept failing after retries."""
+    graph = candidate.graph
+    return Outcome(attempt=AttemptRow(
+        candidate_id=candidate.candidate_id, run_id=run_id, index=candidate.index,
+        ecosystem=eco_name, seed=candidate.seed, shape=graph.shape, depth=graph.depth,
+        fingerprint=graph.fingerprint(), status="rejected", stage="sandbox", reason="sandbox",
+        detail=f"{type(exc).__name__}: {exc}"[:500], task_id=None, backend=backend_type,
+        sandbox_s=0.0, execute_s=0.0, gate_s=0.0, render_s=0.0, total_s=0.0,
+        created_at=datetime.now(UTC)))

@@ -1,0 +1,164 @@
+"""The ``taskfactory`` command line: run, query, serve.
+
+Commands that run no flow never import Prefect or Docker.  Bad input ends with one line
+``taskfactory: error: ...`` on stderr and exit code 2, before anything is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from pathlib import Path
+
+EXIT_USAGE = 2
+EXAMPLE_QUERY = ("select ecosystem, count(*) as tasks, avg(n_steps) as avg_steps "
+                 "from tasks group by ecosystem")
+
+
+class UsageError(Exception):
+    """Bad input: reported as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _quiet_prefect() -> None:
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+
+
+def _settings(args: argparse.Namespace):
+    from environments.ecosystems import EcosystemError, load_ecosystem
+    from flows.settings import RunSettings
+    from tasks.publish import check_writable
+
+    try:
+        load_ecosystem(args.ecosystem)
+    except EcosystemError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        check_writable(args.data)
+    except OSError as exc:
+        raise UsageError(f"cannot write the dataset to --data {args.data}: "
+                         f"{exc.strerror or exc}; choose a writable folder") from None
+    return RunSettings(tasks=args.tasks, seed=args.seed, data=args.data, backend=args.backend,
+                       ecosystem=args.ecosystem, workers=args.workers, max_depth=args.max_depth)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    from environments.config import resolve_backend
+
+    if settings.backend == "docker":
+        from environments.config import docker_available
+        if not docker_available():
+            raise UsageError("--backend docker: no Docker daemon answers; start one "
+                             "(make engine) or use --backend local")
+    resolve_backend(settings.backend)  # warns here, visibly, when auto falls back to local
+    _quiet_prefect()
+    if not os.environ.get("PREFECT_API_URL"):
+        print("prefect: no PREFECT_API_URL set, starting a temporary local API server "
+              "(about 15 s; set PREFECT_API_URL to use a running server)", file=sys.stderr)
+    from flows.factory import run_factory
+    from flows.provenance import new_run_id
+    from flows.providers import close_run
+
+    run_id = new_run_id()
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        summary = run_factory(settings, run_id=run_id)
+    except KeyboardInterrupt:
+        removed = close_run(run_id)
+        print(f"interrupted: run {run_id} stopped, {removed} sandboxes removed", file=sys.stderr)
+        return 130
+    rejected = ", ".join(f"{k}={v}" for k, v in sorted(summary.rejected.items())) or "none"
+    print(f"run {summary.run_id}: {summary.accepted}/{summary.candidates} candidates accepted "
+          f"on the {summary.backend} backend in {summary.seconds:.1f} s")
+    print(f"rejected: {rejected}")
+    print(f"dataset: {settings.data}/ (tables: tasks, trajectories, attempts)")
+    print(f'try: taskfactory query "{EXAMPLE_QUERY}" --data {settings.data}')
+    return 0
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    import duckdb
+
+    from flows.query import format_rows, run_query
+
+    if not args.data.is_dir():
+        raise UsageError(f"no dataset at {args.data}; create one with "
+                         f"`taskfactory run --data {args.data}`")
+    try:
+        columns, rows = run_query(args.data, args.sql)
+    except duckdb.Error as exc:
+        raise UsageError(f"query failed: {str(exc).splitlines()[0]}") from None
+    print(format_rows(columns, rows, args.format))
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    _quiet_prefect()
+    from flows.factory import factory
+
+    factory.serve(name=args.name, cron=args.cron,
+                  parameters={"settings": settings.model_dump(mode="json")})
+    return 0
+
+
+def _run_options(p: argparse.ArgumentParser, default_tasks: int) -> None:
+    p.add_argument("--tasks", type=_positive, default=default_tasks,
+                   help="candidates to plan and run (default %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="run seed (default %(default)s)")
+    p.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
+    p.add_argument("--backend", choices=["auto", "docker", "local"], default="auto")
+    p.add_argument("--ecosystem", default="files", help="built-in name or folder")
+    p.add_argument("--workers", type=_positive, default=4, help="candidates in flight")
+    p.add_argument("--max-depth", type=_positive, default=3, help="longest workflow chain")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="taskfactory", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    run = sub.add_parser("run", help="generate tasks in a one-off flow run")
+    _run_options(run, 20)
+    run.set_defaults(func=cmd_run)
+    query = sub.add_parser("query", help="SQL over the dataset (DuckDB)")
+    query.add_argument("sql")
+    query.add_argument("--data", type=Path, default=Path("data"))
+    query.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    query.set_defaults(func=cmd_query)
+    serve = sub.add_parser("serve", help="serve the flow on a cron schedule")
+    _run_options(serve, 20)
+    serve.add_argument("--cron", default="0 3 * * *")
+    serve.add_argument("--name", default="taskfactory-nightly")
+    serve.set_defaults(func=cmd_serve)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return args.func(args)
+    except UsageError as exc:
+        print(f"taskfactory: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+"""One sandbox provider per (backend config, run id) per process, shared by worker threads."""
+
+from __future__ import annotations
+
+import threading
+
+from environments.config import DockerConfig, LocalConfig, make_provider
+from environments.sandbox import SandboxProvider
+
+_lock = threading.Lock()
+_providers: dict[tuple[str, str], SandboxProvider] = {}
+
+
+def provider_for(config: DockerConfig | LocalConfig, run_id: str) -> SandboxProvider:
+    key = (config.model_dump_json(), run_id)
+    with _lock:
+        if key not in _providers:
+            _providers[key] = make_provider(config, run_id)
+        return _providers[key]
+
+
+def close_run(run_id: str) -> int:
+    """Close every provider of ``run_id`` and reap its sandboxes; returns how many were reaped."""
+    with _lock:
+        mine = [(k, p) for k, p in _providers.items() if k[1] == run_id]
+        for k, _ in mine:
+            del _providers[k]
+    reaped = 0
+    for _, provider in mine:
+        provider.close()
+        reaped += provider.reap(run_id)
+    return reaped
