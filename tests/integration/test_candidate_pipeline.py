@@ -1,0 +1,86 @@
+"""One candidate through every stage in a real sandbox, on both backends."""
+
+import json
+
+import pytest
+
+from environments.config import DockerConfig, LocalConfig
+from flows import candidate as candidate_module
+from flows.candidate import build_candidate, ecosystem
+from flows.providers import close_run, provider_for
+from schemas.verifier import Check
+from tasks.plan import plan_candidates
+from tasks.verify import run_verifier
+
+RUN_ID = "itest-pipeline"
+ECO = ecosystem("files")
+CANDIDATES, _ = plan_candidates(ECO, 12, run_seed=11)
+
+
+@pytest.fixture(scope="module", params=[
+    pytest.param(LocalConfig(), id="local"),
+    pytest.param(DockerConfig(), id="docker", marks=pytest.mark.docker),
+])
+def backend(request):
+    yield request.param
+    close_run(RUN_ID)
+
+
+def test_candidates_are_accepted_with_gate_results(backend):
+    outcomes = [build_candidate(c, "files", backend, RUN_ID) for c in CANDIDATES]
+    accepted = [o for o in outcomes if o.task]
+    assert len(accepted) >= 10, [(o.attempt.stage, o.attempt.reason, o.attempt.detail)
+                                 for o in outcomes if not o.task]
+    for o in accepted:
+        t = o.task
+        assert t.gate.baseline_reward == 0.0 and t.gate.reference_reward == 1.0
+        assert t.gate.reference_checks_passed == t.gate.checks_total > 0
+        assert o.attempt.status == "accepted" and o.attempt.task_id == t.task_id
+        assert len(o.trajectories) == 1 and o.trajectories[0].task_id == t.task_id
+        checks = [Check(**c) for c in json.loads(t.checks_json)]
+        for c in checks:  # every checked output is named in the instruction
+            assert f"`{c.path}`" in t.instruction
+    for o in outcomes:
+        if not o.task:
+            assert o.attempt.status == "rejected" and o.attempt.reason and o.attempt.detail
+
+
+def test_task_verifier_and_solution_agree_in_a_fresh_sandbox(backend):
+    outcome = next(o for o in (build_candidate(c, "files", backend, RUN_ID) for c in CANDIDATES)
+                   if o.task)
+    task = outcome.task
+    with provider_for(backend, RUN_ID).sandbox() as sb:
+        sb.write_files(ECO.seed_state(task.seed))
+        assert run_verifier(sb, task.verifier_py).reward == 0
+        solved = sb.exec(["bash", "-s"], stdin=task.solution_sh.encode(),
+                         env={"TASKFACTORY_WORKDIR": sb.workdir})
+        assert solved.exit_code == 0, solved.stderr
+        assert run_verifier(sb, task.verifier_py).reward == 1
+
+
+def test_task_ids_are_content_addressed(backend):
+    a = build_candidate(CANDIDATES[0], "files", backend, RUN_ID)
+    b = build_candidate(CANDIDATES[0], "files", backend, "another-run")
+    close_run("another-run")
+    assert a.task and b.task and a.task.task_id == b.task.task_id
+
+
+@pytest.mark.parametrize("breakage,reason", [
+    ("passes_on_baseline", "baseline_passed"),
+    ("wrong_expectation", "reference_failed"),
+])
+def test_gate_rejects_a_broken_verifier(backend, monkeypatch, breakage, reason):
+    real = candidate_module.derive_checks
+
+    def broken(eco, trace, before, after):
+        checks = real(eco, trace, before, after)
+        if breakage == "passes_on_baseline":  # asserts a seeded file that nothing changes
+            path = next(p for p in sorted(before["files"]) if p.endswith(".csv"))
+            return [Check(kind="file_text", path=path, expected=before["files"][path]["text"])]
+        first = checks[0]
+        return [first.model_copy(update={"kind": "answer", "expected": "not-the-answer"})]
+
+    monkeypatch.setattr(candidate_module, "derive_checks", broken)
+    outcome = build_candidate(CANDIDATES[0], "files", backend, RUN_ID)
+    assert outcome.task is None
+    assert (outcome.attempt.stage, outcome.attempt.reason) == ("validate", reason)

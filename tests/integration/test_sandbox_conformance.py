@@ -1,0 +1,417 @@
+"""One conformance suite for every Sandbox backend, plus docker-only hardening checks.
+
+Real components only: the local backend runs host subprocesses; the docker backend needs a
+running engine and the image taskfactory/base:bookworm (tests marked ``docker``).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from environments.config import DockerConfig, LocalConfig, make_provider
+from environments.sandbox import (
+    Sandbox,
+    SandboxClosedError,
+    SandboxError,
+    SandboxProvider,
+    SandboxUnavailableError,
+)
+
+RUN_ID = f"pytest-conformance-{os.getpid()}"
+BACKENDS = ["local", pytest.param("docker", marks=pytest.mark.docker)]
+
+
+def _config(backend: str, **overrides: object) -> DockerConfig | LocalConfig:
+    cfg = DockerConfig() if backend == "docker" else LocalConfig()
+    return cfg.model_copy(update=overrides)
+
+
+def _docker_client():  # noqa: ANN202 - docker is imported lazily on purpose
+    import docker
+
+    return docker.from_env()
+
+
+def _containers(run_id: str) -> list:
+    label = f"taskfactory.run={run_id}"
+    return _docker_client().containers.list(all=True, filters={"label": label})
+
+
+class _Providers:
+    """One provider per backend for the whole module, created on first use."""
+
+    def __init__(self) -> None:
+        self.made: dict[str, SandboxProvider] = {}
+
+    def get(self, backend: str) -> SandboxProvider:
+        if backend not in self.made:
+            self.made[backend] = make_provider(_config(backend), RUN_ID)
+        return self.made[backend]
+
+
+@pytest.fixture(scope="module")
+def providers() -> Iterator[_Providers]:
+    ps = _Providers()
+    yield ps
+    for p in ps.made.values():
+        p.close()
+        p.reap(RUN_ID)
+    if "docker" in ps.made:
+        assert _containers(RUN_ID) == []
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture()
+def provider(providers: _Providers, backend: str) -> SandboxProvider:
+    return providers.get(backend)
+
+
+@pytest.fixture()
+def sb(provider: SandboxProvider) -> Iterator[Sandbox]:
+    with provider.sandbox(labels={"test": "conformance"}) as s:
+        yield s
+
+
+def _lines(sb: Sandbox, argv: list[str]) -> list[str]:
+    res = sb.exec(argv, timeout=20)
+    assert res.exit_code == 0, res
+    return res.stdout.splitlines()
+
+
+# ---- exec ------------------------------------------------------------------------------
+
+
+def test_exit_codes_and_stream_separation(sb: Sandbox) -> None:
+    res = sb.exec(["bash", "-c", "echo out; echo err >&2; echo out2; exit 7"])
+    assert (res.exit_code, res.stdout, res.stderr) == (7, "out\nout2\n", "err\n")
+    assert not res.timed_out and not res.truncated and res.duration_s >= 0
+    assert sb.exec(["true"]).exit_code == 0
+    assert sb.exec(["false"]).exit_code == 1
+    missing = sb.exec(["no-such-command-xyz"])
+    assert missing.exit_code == 127 and not missing.timed_out
+    weird = sb.exec(["printf", "a\\377b"])  # invalid utf-8 is replaced, never raises
+    assert weird.stdout == "a\ufffdb"
+
+
+def test_stdin_is_delivered_then_closed(sb: Sandbox) -> None:
+    assert sb.exec(["cat"], stdin=b"hello\nworld\n").stdout == "hello\nworld\n"
+    big = os.urandom(3 * 2**20)
+    res = sb.exec(["bash", "-c", "wc -c; echo done >&2"], stdin=big, timeout=60)
+    assert (res.stdout.strip(), res.stderr) == (str(len(big)), "done\n")
+    no_stdin = sb.exec(["cat"], timeout=10)  # empty stdin: returns at once, no hang
+    assert no_stdin.exit_code == 0 and no_stdin.stdout == "" and not no_stdin.timed_out
+
+
+def test_env_and_workdir(sb: Sandbox) -> None:
+    assert _lines(sb, ["pwd"]) == [sb.workdir]
+    res = sb.exec(["bash", "-c", 'echo "$FOO|$LANG"'], env={"FOO": "bar baz"})
+    assert res.stdout == "bar baz|C.UTF-8\n"
+    sb.write_files({"sub/dir/f.txt": b"x"})
+    assert _lines(sb, ["pwd"]) == [sb.workdir]
+    assert sb.exec(["pwd"], workdir="sub/dir").stdout.strip() == f"{sb.workdir}/sub/dir"
+    assert sb.exec(["cat", "f.txt"], workdir=f"{sb.workdir}/sub/dir").stdout == "x"
+
+
+def test_timeout_kills_the_process_tree(sb: Sandbox) -> None:
+    marker = str(random.randint(10**8, 10**9 - 1))  # unique sleep length = argv marker
+    t0 = time.monotonic()
+    res = sb.exec(["bash", "-c", f"sleep {marker} & sleep {marker}; wait"], timeout=1)
+    assert res.timed_out and res.exit_code in (124, 137), res
+    assert 1 <= res.duration_s < 10 and time.monotonic() - t0 < 15
+    for _ in range(50):
+        alive = [line for line in _lines(sb, ["ps", "-eo", "args"]) if marker in line]
+        if not alive:
+            break
+        time.sleep(0.1)
+    assert alive == []
+
+
+def test_background_leftovers_are_killed_when_the_command_exits(sb: Sandbox) -> None:
+    marker = str(random.randint(10**8, 10**9 - 1))
+    res = sb.exec(["bash", "-c", f"sleep {marker} & echo started"], timeout=20)
+    assert res.stdout == "started\n" and res.exit_code == 0 and res.duration_s < 10
+    time.sleep(0.3)
+    assert not [line for line in _lines(sb, ["ps", "-eo", "args"]) if marker in line]
+
+
+def test_output_cap_keeps_the_tail(providers: _Providers, backend: str) -> None:
+    small = make_provider(_config(backend, output_cap_bytes=1000), RUN_ID)
+    try:
+        with small.sandbox() as s:
+            res = s.exec(["bash", "-c", "yes | head -c 3000000; printf END"], timeout=30)
+            assert res.exit_code == 0 and res.truncated
+            assert len(res.stdout) == 1000 and res.stdout.endswith("y\nEND")
+            res = s.exec(["bash", "-c", "head -c 3000000 /dev/zero | tr '\\0' x >&2; echo T >&2"])
+            assert res.truncated and res.stdout == "" and res.stderr == "x" * 998 + "T\n"
+            ok = s.exec(["bash", "-c", "head -c 1000 /dev/zero | tr '\\0' y"])
+            assert not ok.truncated and ok.stdout == "y" * 1000
+    finally:
+        small.close()
+
+
+def test_concurrent_execs_from_threads(sb: Sandbox) -> None:
+    results: dict[int, str] = {}
+
+    def work(i: int) -> None:
+        results[i] = sb.exec(["bash", "-c", f"sleep 0.2; echo {i}"], stdin=b"").stdout
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert results == {i: f"{i}\n" for i in range(8)}
+
+
+# ---- files -----------------------------------------------------------------------------
+
+
+def test_write_and_read_files(sb: Sandbox) -> None:
+    blob = bytes(range(256)) * 300
+    files = {"a/b/c/data.bin": blob, "top.txt": b"hello\n", ".hidden/x": b"",
+             f"{sb.workdir}/abs/y.txt": b"abs"}  # fmt: skip
+    sb.write_files(files)
+    assert sb.read_file("a/b/c/data.bin") == blob
+    assert sb.read_file(f"{sb.workdir}/top.txt") == b"hello\n"
+    assert sb.read_file(".hidden/x") == b""
+    assert sb.read_file("abs/y.txt") == b"abs"
+    assert sb.exec(["cat", "top.txt", "abs/y.txt"]).stdout == "hello\nabs"
+    me = _lines(sb, ["id", "-u"])[0]
+    owners = _lines(sb, ["stat", "-c", "%u %a %n", "a", "a/b/c", "a/b/c/data.bin", "top.txt"])
+    assert owners == [f"{me} 755 a", f"{me} 755 a/b/c", f"{me} 644 a/b/c/data.bin",
+                      f"{me} 644 top.txt"]  # fmt: skip
+    sb.write_files({"top.txt": b"overwritten"})
+    assert sb.read_file("top.txt") == b"overwritten"
+    with pytest.raises(FileNotFoundError):
+        sb.read_file("does/not/exist.txt")
+    with pytest.raises(SandboxError):
+        sb.read_file("a/b/c/data.bin", max_bytes=100)
+    with pytest.raises(SandboxError):
+        sb.read_file("a/b")  # a directory
+    sb.exec(["ln", "-s", "top.txt", "link.txt"])
+    assert sb.read_file("link.txt") == b"overwritten"
+
+
+# ---- snapshot / restore ----------------------------------------------------------------
+
+
+def test_snapshot_and_restore(sb: Sandbox) -> None:
+    sb.write_files({"keep.txt": b"v1", ".env": b"SECRET=1", "d/e/deep.txt": b"deep",
+                    "run.sh": b"#!/bin/sh\necho ran\n"})  # fmt: skip
+    setup = "chmod 755 run.sh && ln -s d/e/deep.txt link && mkdir -p empty/.dir"
+    assert sb.exec(["bash", "-c", setup]).exit_code == 0
+    listing = "find . -printf '%p %y %m %l\\n' | sort"
+    before = _lines(sb, ["bash", "-c", listing])
+    snap = sb.snapshot()
+
+    for round_ in range(2):  # a snapshot can be restored again and again
+        mutate = (
+            "echo v2 > keep.txt && rm .env && rm -r d && echo n > new.txt && "
+            "mkdir -p newdir/x && echo h > .newhidden && chmod 600 run.sh && rm link && "
+            "mkdir -p ro/sub && touch ro/sub/f && chmod 555 ro ro/sub"
+        )
+        assert sb.exec(["bash", "-c", mutate]).exit_code == 0, round_
+        sb.restore(snap)
+        assert _lines(sb, ["bash", "-c", listing]) == before
+        assert sb.read_file("keep.txt") == b"v1" and sb.read_file(".env") == b"SECRET=1"
+        assert sb.read_file("link") == b"deep"
+        assert sb.exec(["./run.sh"]).stdout == "ran\n"
+        for gone in ("new.txt", "newdir/x", ".newhidden"):
+            with pytest.raises(FileNotFoundError):
+                sb.read_file(gone)
+
+
+def test_restore_rejects_foreign_snapshot(provider: SandboxProvider) -> None:
+    with provider.sandbox() as a, provider.sandbox() as b:
+        snap = a.snapshot()
+        with pytest.raises(SandboxError):
+            b.restore(snap)
+
+
+# ---- lifecycle -------------------------------------------------------------------------
+
+
+def test_close_is_idempotent_and_verbs_raise_after(provider: SandboxProvider) -> None:
+    s = provider.open()
+    snap = s.snapshot()
+    s.close()
+    s.close()
+    assert s.closed
+    verbs = [lambda: s.exec(["true"]), lambda: s.write_files({"a": b"b"}),
+             lambda: s.read_file("a"), s.snapshot, lambda: s.restore(snap)]  # fmt: skip
+    for verb in verbs:
+        with pytest.raises(SandboxClosedError):
+            verb()
+
+
+def test_provider_close_closes_open_sandboxes(backend: str) -> None:
+    run_id = f"{RUN_ID}-close-{uuid.uuid4().hex[:6]}"
+    p = make_provider(_config(backend), run_id)
+    a, b = p.open(), p.open()
+    assert a.exec(["true"]).exit_code == 0
+    done = threading.Event()
+    threading.Thread(target=lambda: (p.close(), done.set())).start()  # like Ctrl-C handling
+    assert done.wait(60)
+    assert a.closed and b.closed
+    with pytest.raises(SandboxClosedError):
+        a.exec(["true"])
+    with pytest.raises(SandboxClosedError):
+        p.open()
+    p.close()  # idempotent
+    if backend == "docker":
+        assert _containers(run_id) == []
+    else:
+        assert not os.path.exists(a.root) and not os.path.exists(b.root)  # type: ignore[attr-defined]
+
+
+def test_reap_run_id_removes_leftovers(backend: str) -> None:
+    run_id = f"{RUN_ID}-reap-{uuid.uuid4().hex[:6]}"
+    crashed = make_provider(_config(backend), run_id)
+    leftovers = [crashed.open(labels={"leftover": "yes"}) for _ in range(2)]
+    where = [getattr(s, "root", None) for s in leftovers]
+    del crashed, leftovers  # dropped without closing, as if the process had died
+    if backend == "docker":
+        assert len(_containers(run_id)) == 2
+    fresh = make_provider(_config(backend), f"{run_id}-other")
+    assert fresh.reap(run_id) == 2
+    assert fresh.reap(run_id) == 0
+    if backend == "docker":
+        assert _containers(run_id) == []
+    else:
+        assert not any(os.path.exists(w) for w in where if w)
+        assert fresh.reap(None) == 0  # documented: dead-owner reaping is docker-only
+    fresh.close()
+
+
+def test_sandbox_context_manager_closes(provider: SandboxProvider) -> None:
+    with provider.sandbox() as s:
+        assert s.exec(["true"]).exit_code == 0
+    assert s.closed
+
+
+# ---- local backend only ----------------------------------------------------------------
+
+
+def test_local_paths_cannot_escape(providers: _Providers) -> None:
+    with providers.get("local").sandbox() as s:
+        # the sandbox root (workspace/, home/, tmp/, ...) is reachable, nothing above it
+        for bad in ("../../outside.txt", "/etc/passwd-tf", "a/../../../x"):
+            with pytest.raises(SandboxError):
+                s.write_files({bad: b"x"})
+        with pytest.raises(SandboxError):
+            s.read_file("/etc/hostname")
+        s.exec(["bash", "-c", "ln -s /etc etc-link && ln -s /etc/hostname host-link"])
+        for bad in ("etc-link/tf-x", "host-link"):  # symlinks out of the sandbox
+            with pytest.raises(SandboxError):
+                s.write_files({bad: b"x"})
+        with pytest.raises(SandboxError):
+            s.read_file("host-link")
+        s.write_files({"/workspace/alias.txt": b"alias"})  # docker's workdir maps here
+        assert s.read_file("alias.txt") == b"alias"
+
+
+# ---- docker hardening ------------------------------------------------------------------
+
+
+@pytest.fixture()
+def dsb(providers: _Providers) -> Iterator[Sandbox]:
+    with providers.get("docker").sandbox(labels={"test": "hardening"}) as s:
+        yield s
+
+
+@pytest.mark.docker
+def test_docker_runs_as_uid_1000_without_capabilities(dsb: Sandbox) -> None:
+    assert _lines(dsb, ["id", "-u"]) == ["1000"] and _lines(dsb, ["id", "-g"]) == ["1000"]
+    status = dict(line.split(":\t", 1) for line in _lines(dsb, ["cat", "/proc/self/status"]))
+    assert status["CapEff"] == "0000000000000000" and status["CapPrm"] == "0000000000000000"
+    assert status["NoNewPrivs"] == "1"
+
+
+@pytest.mark.docker
+def test_docker_has_no_network(dsb: Sandbox) -> None:
+    res = dsb.exec(["curl", "-sS", "-m", "3", "http://1.1.1.1"], timeout=15)
+    assert res.exit_code != 0 and not res.timed_out
+    assert _lines(dsb, ["ls", "/sys/class/net"]) == ["lo"]
+
+
+@pytest.mark.docker
+def test_docker_fork_bomb_is_contained(dsb: Sandbox) -> None:
+    pids_max = dsb.exec(["bash", "-c", "cat /sys/fs/cgroup/pids.max /sys/fs/cgroup/pids/pids.max"])
+    assert "256" in pids_max.stdout.split()
+    res = dsb.exec(["bash", "-c", ":(){ :|:& };:"], timeout=5)
+    assert res.duration_s < 30
+    for _ in range(30):
+        ok = dsb.exec(["echo", "ok"], timeout=10)
+        if ok.exit_code == 0:
+            break
+        time.sleep(1)
+    assert ok.stdout == "ok\n"
+    assert len(_lines(dsb, ["ps", "-e", "--no-headers"])) < 20  # the bomb is gone
+    spawn = dsb.exec(["bash", "-c", "for i in $(seq 300); do sleep 30 & done; wait"], timeout=20)
+    assert "Resource temporarily unavailable" in spawn.stderr  # the pids limit bites
+
+
+@pytest.mark.docker
+def test_docker_memory_limit(dsb: Sandbox) -> None:
+    res = dsb.exec(["python3", "-c", "x = bytearray(2*1024**3)"], timeout=60)
+    assert res.exit_code != 0 and not res.timed_out, res
+    assert dsb.exec(["echo", "alive"]).stdout == "alive\n"
+
+
+@pytest.mark.docker
+def test_docker_container_config_and_labels(dsb: Sandbox) -> None:
+    c = _docker_client().containers.get(dsb.container_id)  # type: ignore[attr-defined]
+    labels = c.labels
+    assert labels["taskfactory.run"] == RUN_ID and labels["test"] == "hardening"
+    assert labels["taskfactory.owner_pid"] == str(os.getpid())
+    hc = c.attrs["HostConfig"]
+    assert hc["NetworkMode"] == "none" and hc["CapDrop"] == ["ALL"] and hc["Init"] is True
+    assert hc["SecurityOpt"] == ["no-new-privileges"] and hc["PidsLimit"] == 256
+    assert hc["Memory"] == hc["MemorySwap"] == 512 * 2**20 and hc["NanoCpus"] == 10**9
+    assert hc["LogConfig"]["Type"] == "none" and c.attrs["Config"]["User"] == "1000:1000"
+
+
+@pytest.mark.docker
+def test_docker_write_outside_workdir(dsb: Sandbox) -> None:
+    dsb.write_files({"/tmp/tf-out/sub/f.txt": b"out"})
+    assert dsb.read_file("/tmp/tf-out/sub/f.txt") == b"out"
+    assert _lines(dsb, ["stat", "-c", "%u", "/tmp/tf-out/sub", "/tmp/tf-out/sub/f.txt"]) == [
+        "1000", "1000"]  # fmt: skip
+    assert _lines(dsb, ["stat", "-c", "%a", "/tmp"]) == ["1777"]  # untouched
+
+
+@pytest.mark.docker
+def test_docker_missing_image_is_unavailable() -> None:
+    p = make_provider(DockerConfig(image="taskfactory/does-not-exist:nope"), f"{RUN_ID}-noimg")
+    expected = r"base image taskfactory/does-not-exist:nope is missing.*`make image`"
+    with pytest.raises(SandboxUnavailableError, match=expected):
+        p.open()
+    p.close()
+
+
+@pytest.mark.docker
+def test_docker_reap_without_run_id_removes_dead_owners(providers: _Providers) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    run_id = f"{RUN_ID}-orphan-{uuid.uuid4().hex[:6]}"
+    labels = {"taskfactory.run": run_id, "taskfactory.owner_pid": str(dead.pid)}
+    _docker_client().containers.create("taskfactory/base:bookworm", ["true"], labels=labels)
+    live = providers.get("docker").open()  # owned by us: must survive reap(None)
+    try:
+        assert providers.get("docker").reap(None) >= 1
+        assert _containers(run_id) == []
+        assert live.exec(["true"]).exit_code == 0
+    finally:
+        live.close()

@@ -1,0 +1,58 @@
+"""Bad input: one line naming the problem, exit code 2, no traceback, nothing written."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+CLI = [sys.executable, "-m", "flows.cli"]
+
+
+def run_cli(*args, cwd=None):
+    env = {**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
+    return subprocess.run(CLI + list(args), capture_output=True, text=True, env=env, timeout=60,
+                          cwd=cwd)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["run", "--ecosystem", "nosuch"], "unknown ecosystem 'nosuch'"),
+    (["run", "--tasks", "0"], "--tasks: must be at least 1"),
+    (["run", "--tasks", "many"], "--tasks: expected a whole number"),
+    (["run", "--backend", "podman"], "invalid choice: 'podman'"),
+    (["run", "--backend", "docker"], "no Docker daemon answers"),
+])
+def test_bad_run_input(tmp_path, args, needle):
+    data = tmp_path / "data"
+    proc = run_cli(*args, "--data", str(data))
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and lines[0].startswith("taskfactory: error:")
+    assert "Traceback" not in proc.stderr
+    assert not data.exists() or not any(data.iterdir())
+
+
+def test_unwritable_data_dir(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    proc = run_cli("run", "--data", str(blocker / "data"))
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "cannot write the dataset" in proc.stderr
+    assert blocker.read_text() == "not a folder"
+
+
+def test_query_errors(tmp_path):
+    proc = run_cli("query", "select 1", "--data", str(tmp_path / "missing"))
+    assert proc.returncode == 2 and "no dataset at" in proc.stderr
+    (tmp_path / "d").mkdir()
+    proc = run_cli("query", "select * from nosuch", "--data", str(tmp_path / "d"))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "query failed" in proc.stderr
+
+
+def test_query_does_not_import_prefect_or_docker(tmp_path):
+    code = ("import sys; from flows.cli import main; main(['query','select 1','--data','.']); "
+            "print(sorted(m for m in ('prefect','docker') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert proc.stdout.strip().splitlines()[-1] == "[]"

@@ -1,0 +1,61 @@
+"""Seed determinism and ecosystem spec errors that name the file and the field."""
+
+import shutil
+
+import pytest
+
+from environments.ecosystems import EcosystemError, load_ecosystem
+
+FILES = load_ecosystem("files")
+
+
+def test_same_seed_same_bytes_different_seed_different_bytes():
+    assert FILES.seed_state(42) == FILES.seed_state(42)
+    assert FILES.seed_state(42) != FILES.seed_state(43)
+
+
+def test_seeded_state_is_realistic_and_typed():
+    state = FILES.seed_state(5)
+    types = {FILES.state_type(p) for p in state} - {None}
+    assert {"file.text.log", "file.text.csv", "file.text.json", "file.text.prose"} <= types
+    assert b"@" in state["data/customers.csv"]  # emails from the fake-data library
+
+
+@pytest.fixture
+def eco_copy(tmp_path):
+    dst = tmp_path / "myeco"
+    shutil.copytree(FILES.folder, dst, ignore=shutil.ignore_patterns("__pycache__"))
+    return dst
+
+
+def _mutate(folder, old, new):
+    spec = folder / "ecosystem.yaml"
+    text = spec.read_text()
+    assert old in text
+    spec.write_text(text.replace(old, new, 1))
+
+
+def test_user_folder_loads(eco_copy):
+    eco = load_ecosystem(str(eco_copy))
+    assert eco.folder == eco_copy.resolve() and len(eco.spec.tools) == len(FILES.spec.tools)
+
+
+@pytest.mark.parametrize("old,new,field", [
+    ("parser: int}", "parser: integer}", "tools.1 (count_matches).returns.parser"),
+    ("command: wc -l < {{ path }}", "", "tools.3 (count_lines).command"),
+    ("facet: token, of: path}", "facet: nosuch, of: path}", "sample.facet"),
+    ("effect: read", "effect: sometimes", "effect"),
+])
+def test_malformed_spec_names_file_and_field(eco_copy, old, new, field):
+    _mutate(eco_copy, old, new)
+    with pytest.raises(EcosystemError) as err:
+        load_ecosystem(str(eco_copy))
+    message = str(err.value)
+    assert str(eco_copy / "ecosystem.yaml") in message
+    assert field in message
+    assert "\n" not in message
+
+
+def test_unknown_ecosystem_lists_the_choices():
+    with pytest.raises(EcosystemError, match="unknown ecosystem 'nope'.*files"):
+        load_ecosystem("nope")
