@@ -1,0 +1,50 @@
+# taskfactory — `make run` builds a dataset, `make test` runs the whole suite.
+# Both set up what they need: the Python environment (uv, from uv.lock) and, as root,
+# a Docker engine with the offline base image.
+
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+DATA ?= data
+TASKS ?= 20
+SEED ?= 1
+export UV_PYTHON_DOWNLOADS := never
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+export DO_NOT_TRACK := 1
+
+.PHONY: run test venv engine image lint bench clean-data
+
+$(VENV)/.synced: pyproject.toml uv.lock
+	@command -v uv >/dev/null || python3 -m pip install --quiet uv
+	uv sync --frozen --python python3
+	@touch $@
+
+venv: $(VENV)/.synced
+
+# The Docker engine and the base image (root only; skipped with a note otherwise).
+engine:
+	@if [ "$$(id -u)" = 0 ]; then bash environments/engine/ensure-docker.sh; \
+	else echo "engine: not root; using a Docker daemon only if one already answers"; fi
+
+image: engine
+	@if [ "$$(id -u)" = 0 ]; then bash environments/engine/build-base-image.sh; fi
+
+run: venv
+	@$(MAKE) --no-print-directory image || echo "run: no Docker engine here; the local backend will be used"
+	$(VENV)/bin/taskfactory run --tasks $(TASKS) --seed $(SEED) --data $(DATA)
+	$(VENV)/bin/taskfactory query "select ecosystem, count(*) as tasks, avg(n_steps) as avg_steps, \
+	  sum(gate.reference_reward) as solved_by_reference from tasks group by ecosystem" --data $(DATA)
+
+test: venv
+	@$(MAKE) --no-print-directory image || echo "test: no Docker engine; Docker-backed tests will be skipped"
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/pytest -ra $(PYTEST_ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check .
+
+bench: venv image
+	$(PY) benchmarks/throughput.py
+
+clean-data:
+	rm -rf $(DATA)
