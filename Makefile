@@ -5,6 +5,7 @@
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
+UV := python3 -m uv
 DATA ?= data
 TASKS ?= 20
 SEED ?= 1
@@ -15,8 +16,9 @@ export DO_NOT_TRACK := 1
 .PHONY: run test venv engine image lint bench clean-data
 
 $(VENV)/.synced: pyproject.toml uv.lock
-	@command -v uv >/dev/null || python3 -m pip install --quiet uv
-	uv sync --frozen --python python3
+	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet uv 2>/dev/null \
+	  || python3 -m pip install --quiet --user --break-system-packages uv
+	$(UV) sync --frozen --python python3
 	@touch $@
 
 venv: $(VENV)/.synced
