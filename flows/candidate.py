@@ -16,17 +16,18 @@ from functools import cache
 
 from environments.config import DockerConfig, LocalConfig
 from environments.ecosystems import Ecosystem, load_ecosystem
-from environments.sandbox import SandboxProvider
+from environments.sandbox import SandboxProvider, SandboxUnavailableError
 from flows.provenance import generator_version
 from flows.providers import provider_for
-from schemas.graph import Candidate
+from schemas.graph import Candidate, WorkflowGraph
 from schemas.records import AttemptRow, TaskRow, TrajectoryRow
 from tasks.execute import execute_graph, solution_script
 from tasks.failures import StageFailure
 from tasks.instruct import render_instruction
+from tasks.realize import probe, realize
 from tasks.trajectories import render_trajectory
 from tasks.validate import run_gate
-from tasks.verify import derive_checks, probe, render_verifier
+from tasks.verify import derive_checks, render_verifier
 
 BackendConfig = DockerConfig | LocalConfig
 
@@ -43,6 +44,18 @@ def ecosystem(name_or_path: str) -> Ecosystem:
     return load_ecosystem(name_or_path)
 
 
+def backend_for(eco: Ecosystem, backend: BackendConfig) -> BackendConfig:
+    """The backend config for ``eco``: its own image on docker; refuses unsupported backends."""
+    if backend.type not in eco.spec.backends:
+        raise SandboxUnavailableError(
+            f"ecosystem {eco.name!r} needs the {' or '.join(eco.spec.backends)} backend, "
+            f"not {backend.type}")
+    if isinstance(backend, DockerConfig):
+        from environments.images import ecosystem_image
+        return ecosystem_image(eco, backend)
+    return backend
+
+
 def env_digest(files: dict[str, bytes]) -> str:
     h = hashlib.sha256()
     for path in sorted(files):
@@ -50,22 +63,26 @@ def env_digest(files: dict[str, bytes]) -> str:
     return h.hexdigest()[:20]
 
 
-def task_id_for(eco: Ecosystem, digest: str, candidate: Candidate, instruction: str,
+def task_id_for(eco: Ecosystem, digest: str, graph: WorkflowGraph, instruction: str,
                 verifier_py: str, solution_sh: str) -> str:
-    blob = json.dumps([eco.name, eco.digest, digest, candidate.graph.model_dump(mode="json"),
+    blob = json.dumps([eco.name, eco.digest, digest, graph.model_dump(mode="json"),
                        instruction, verifier_py, solution_sh], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
 def build_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendConfig,
-                    run_id: str, provider: SandboxProvider | None = None) -> Outcome:
-    """Run one candidate through every stage and return its attempt (and task, if accepted)."""
+                    run_id: str, provider: SandboxProvider | None = None,
+                    max_repairs: int = 2) -> Outcome:
+    """Run one candidate through every stage and return its attempt (and task, if accepted).
+
+    ``max_repairs=0`` turns targeted repair off (for yield comparisons)."""
     eco = ecosystem(ecosystem_ref)
     provider = provider or provider_for(backend, run_id)
     times = {"sandbox_s": 0.0, "execute_s": 0.0, "gate_s": 0.0, "render_s": 0.0}
     t_start = time.perf_counter()
-    stage, task, trajectories = "sandbox", None, []
+    stage, task, trajectories, repairs = "sandbox", None, [], []
     status, reason, detail = "accepted", "accepted", ""
+    graph = candidate.graph
 
     def lap(key: str, t0: float) -> float:
         now = time.perf_counter()
@@ -74,20 +91,21 @@ def build_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendCo
 
     try:
         t = time.perf_counter()
-        files = eco.seed_state(candidate.seed)
         with provider.sandbox(labels={"taskfactory.candidate": candidate.candidate_id}) as sb:
-            sb.write_files(files)
-            initial = sb.snapshot()
+            files, initial = realize(sb, eco, candidate.seed)
             t = lap("sandbox_s", t)
             stage = "execute"
             before = probe(sb, eco)
-            trace = execute_graph(sb, eco, candidate)
+            trace = execute_graph(sb, eco, candidate, max_repairs, initial)
+            repairs = [f"{r.kind} {r.step_id} {r.reason}: {r.detail}" for r in trace.repairs]
+            ran = {s.step_id for s in trace.steps}
+            graph = graph.model_copy(update={"steps": [s for s in graph.steps if s.id in ran]})
             after = probe(sb, eco)
             t = lap("execute_s", t)
             stage = "verify"
             checks = derive_checks(eco, trace, before, after)
-            verifier_py = render_verifier(checks, task_ref=candidate.candidate_id)
-            solution_sh = solution_script(trace)
+            verifier_py = render_verifier(checks, eco.probe_source, task_ref=candidate.candidate_id)
+            solution_sh = solution_script(trace, eco.spec.answer_file)
             instruction = render_instruction(eco, candidate, trace)
             t = lap("render_s", t)
             stage = "validate"
@@ -95,9 +113,8 @@ def build_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendCo
             t = lap("gate_s", t)
         stage = "render"
         digest = env_digest(files)
-        task_id = task_id_for(eco, digest, candidate, instruction, verifier_py, solution_sh)
+        task_id = task_id_for(eco, digest, graph, instruction, verifier_py, solution_sh)
         now = datetime.now(UTC)
-        graph = candidate.graph
         task = TaskRow(
             task_id=task_id, run_id=run_id, candidate_id=candidate.candidate_id,
             ecosystem=eco.name, ecosystem_version=f"{eco.spec.version}+{eco.digest}",
@@ -113,13 +130,13 @@ def build_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendCo
         stage = "accepted"
     except StageFailure as failure:
         status, stage, reason, detail = "rejected", failure.stage, failure.reason, failure.detail
-    graph = candidate.graph
     attempt = AttemptRow(
         candidate_id=candidate.candidate_id, run_id=run_id, index=candidate.index,
         ecosystem=eco.name, seed=candidate.seed, shape=graph.shape, depth=graph.depth,
         fingerprint=graph.fingerprint(), status=status, stage=stage, reason=reason,
         detail=detail[:500], task_id=task.task_id if task else None, backend=backend.type,
-        total_s=time.perf_counter() - t_start, created_at=datetime.now(UTC), **times)
+        repairs=repairs, total_s=time.perf_counter() - t_start, created_at=datetime.now(UTC),
+        **times)
     return Outcome(attempt=attempt, task=task, trajectories=trajectories)
 
 
@@ -132,5 +149,5 @@ def engine_failure(candidate: Candidate, eco_name: str, backend_type: str, run_i
         ecosystem=eco_name, seed=candidate.seed, shape=graph.shape, depth=graph.depth,
         fingerprint=graph.fingerprint(), status="rejected", stage="sandbox", reason="sandbox",
         detail=f"{type(exc).__name__}: {exc}"[:500], task_id=None, backend=backend_type,
-        sandbox_s=0.0, execute_s=0.0, gate_s=0.0, render_s=0.0, total_s=0.0,
+        repairs=[], sandbox_s=0.0, execute_s=0.0, gate_s=0.0, render_s=0.0, total_s=0.0,
         created_at=datetime.now(UTC)))

@@ -42,22 +42,44 @@ def _quiet_prefect() -> None:
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
 
-def _settings(args: argparse.Namespace):
+def _ecosystem(ref: str):
     from environments.ecosystems import EcosystemError, load_ecosystem
+
+    try:
+        return load_ecosystem(ref)
+    except EcosystemError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _settings(args: argparse.Namespace):
     from flows.settings import RunSettings
     from tasks.publish import check_writable
 
-    try:
-        load_ecosystem(args.ecosystem)
-    except EcosystemError as exc:
-        raise UsageError(str(exc)) from None
+    _ecosystem(args.ecosystem)
     try:
         check_writable(args.data)
     except OSError as exc:
         raise UsageError(f"cannot write the dataset to --data {args.data}: "
                          f"{exc.strerror or exc}; choose a writable folder") from None
     return RunSettings(tasks=args.tasks, seed=args.seed, data=args.data, backend=args.backend,
-                       ecosystem=args.ecosystem, workers=args.workers, max_depth=args.max_depth)
+                       ecosystem=args.ecosystem, workers=args.workers,
+                       depth_weights=_depth_weights(args),
+                       max_repairs=0 if args.no_repair else args.max_repairs)
+
+
+def _depth_weights(args: argparse.Namespace) -> dict[int, float]:
+    from tasks.plan import DEFAULT_DEPTH_WEIGHTS, parse_depth_weights
+
+    try:
+        weights = (parse_depth_weights(args.depth_weights) if args.depth_weights
+                   else dict(DEFAULT_DEPTH_WEIGHTS))
+    except ValueError as exc:
+        raise UsageError(f"--depth-weights: {exc}") from None
+    if args.max_depth:
+        weights = {d: w for d, w in weights.items() if d <= args.max_depth}
+        if not any(weights.values()):
+            raise UsageError(f"--max-depth {args.max_depth} leaves no depth with a weight")
+    return weights
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -69,7 +91,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not docker_available():
             raise UsageError("--backend docker: no Docker daemon answers; start one "
                              "(make engine) or use --backend local")
-    resolve_backend(settings.backend)  # warns here, visibly, when auto falls back to local
+    backend = resolve_backend(settings.backend)  # warns visibly when auto falls back to local
+    needs = _ecosystem(settings.ecosystem).spec.backends
+    if backend.type not in needs:
+        raise UsageError(f"ecosystem {settings.ecosystem!r} needs the {' or '.join(needs)} "
+                         f"backend; {backend.type} was chosen (is a Docker daemon running?)")
     _quiet_prefect()
     if not os.environ.get("PREFECT_API_URL"):
         print("prefect: no PREFECT_API_URL set, starting a temporary local API server "
@@ -129,7 +155,13 @@ def _run_options(p: argparse.ArgumentParser, default_tasks: int) -> None:
     p.add_argument("--backend", choices=["auto", "docker", "local"], default="auto")
     p.add_argument("--ecosystem", default="files", help="built-in name or folder")
     p.add_argument("--workers", type=_positive, default=4, help="candidates in flight")
-    p.add_argument("--max-depth", type=_positive, default=3, help="longest workflow chain")
+    p.add_argument("--depth-weights", metavar="D:W,...",
+                   help="relative weight per workflow depth 1..8 (default 1:1,2:2,3:3,4:3,"
+                        "5:2,6:2,7:1,8:1)")
+    p.add_argument("--max-depth", type=_positive, help="drop deeper workflows (1..8)")
+    p.add_argument("--max-repairs", type=int, default=2, choices=range(0, 11), metavar="0..10",
+                   help="targeted repairs per candidate (default %(default)s)")
+    p.add_argument("--no-repair", action="store_true", help="turn repair off (= --max-repairs 0)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from environments.config import resolve_backend
 from environments.sandbox import SandboxError
-from flows.candidate import Outcome, build_candidate, ecosystem, engine_failure
+from flows.candidate import Outcome, backend_for, build_candidate, ecosystem, engine_failure
 from flows.provenance import new_run_id
 from flows.providers import close_run, provider_for
 from flows.settings import RunSettings
@@ -63,13 +63,14 @@ def factory(settings: RunSettings, run_id: str | None = None) -> RunSummary:
     logger = get_run_logger()
     t0 = time.perf_counter()
     run_id = run_id or new_run_id()
-    backend = resolve_backend(settings.backend)
     eco = ecosystem(settings.ecosystem)
+    backend = backend_for(eco, resolve_backend(settings.backend))
     provider = provider_for(backend, run_id)
     reaped = provider.reap(None)
     if reaped:
         logger.warning("reaped %d orphaned sandboxes from dead runs", reaped)
-    candidates, stats = plan_candidates(eco, settings.tasks, settings.seed, settings.max_depth)
+    candidates, stats = plan_candidates(eco, settings.tasks, settings.seed,
+                                        settings.depth_weights)
     logger.info("run %s: %d candidates of %s on the %s backend, flow run %s", run_id,
                 len(candidates), eco.name, backend.type, flow_run.get_id())
     writer = ShardWriter(settings.data, run_id)
@@ -77,7 +78,8 @@ def factory(settings: RunSettings, run_id: str | None = None) -> RunSummary:
     rejected: collections.Counter[str] = collections.Counter()
     write_s = 0.0
     try:
-        futures = {candidate_task.submit(c, settings.ecosystem, backend, run_id): c
+        futures = {candidate_task.submit(c, settings.ecosystem, backend, run_id,
+                                         max_repairs=settings.max_repairs): c
                    for c in candidates}
         for fut in as_completed(list(futures)):
             outcome = fut.result(raise_on_failure=False)

@@ -16,7 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 ParserName = Literal["int", "number", "text", "lines", "json", "file"]
 Effect = Literal["read", "write"]
-OutputOrder = Literal["preserved", "sorted", "unordered"]
+Compare = Literal["exact", "text", "lines_unordered", "csv", "csv_unordered", "json_text",
+                  "rows_unordered"]
+"""How a verifier compares a probe entry with its expected value (see tasks/templates)."""
+Backend = Literal["docker", "local"]
 
 SCALAR_TYPES = ("int", "number", "text")
 
@@ -39,14 +42,15 @@ class _Strict(BaseModel):
 
 
 class Sample(_Strict):
-    """A literal drawn at execution time from the content bound to another parameter.
+    """A literal drawn at execution time from what is really in the sandbox.
 
-    ``facet`` names a sampler function of the ecosystem; ``of`` names the parameter whose
-    file the sampler reads.  ``with_`` passes other already-resolved parameters along.
+    ``facet`` names a sampler function of the ecosystem.  With ``of``, the sampler gets
+    the bytes of the file bound to that parameter; without it, the current probe state
+    (parsed JSON).  ``with_`` passes other already-resolved arguments along by name.
     """
 
     facet: str
-    of: str
+    of: str | None = None
     with_: list[str] = Field(default_factory=list, alias="with")
 
 
@@ -56,32 +60,43 @@ class Param(_Strict):
     Exactly one of three binding sources applies:
     - ``type`` only: an upstream output or a state value of a compatible type;
     - ``sample``: a literal sampled from the state at execution time;
-    - ``type == "path.out"``: a fresh output path the planner names (``ext`` is its suffix).
+    - ``fresh``: a new name the planner invents from this template, whose ``{n}`` becomes
+      "" or "_2", "_3"... to keep names unique (e.g. ``out/matching_lines{n}.txt``).
     """
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     type: str = Field(pattern=r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
     description: str
     sample: Sample | None = None
-    ext: str | None = None
-    stem: str | None = None
+    fresh: str | None = Field(None, pattern=r"\{n\}")
     json_type: Literal["string", "integer", "number"] = "string"
 
     @model_validator(mode="after")
-    def _out_has_ext(self) -> Param:
-        if self.type == "path.out" and not self.ext:
-            raise ValueError("a 'path.out' parameter needs 'ext' (e.g. 'txt')")
+    def _one_source(self) -> Param:
+        if self.sample and self.fresh:
+            raise ValueError("a parameter is either sampled or fresh, not both")
         return self
+
+    @property
+    def typed(self) -> bool:
+        """Bound by type: to an upstream output or a state value."""
+        return self.sample is None and self.fresh is None
 
 
 class Returns(_Strict):
-    """What a tool produces: parsed stdout (``from_param`` unset) or the file a param names."""
+    """What a tool produces: parsed stdout, or (``from_param``) the thing a param names.
+
+    For write tools, ``from_param`` names the probe entry the tool changes (a file path,
+    a table, a branch...), and ``compare`` how a verifier compares that entry.
+    """
 
     type: str
     parser: ParserName
     description: str = ""
     from_param: str | None = None
-    order: OutputOrder = "preserved"
+    compare: Compare | None = None
+    label: str | None = None
+    """jinja2 label of the output in instructions (default: the ``from_param`` value)."""
 
 
 class ToolSpec(_Strict):
@@ -98,6 +113,9 @@ class ToolSpec(_Strict):
     command: str = Field(min_length=1)
     effect: Effect
     intent: str = Field(min_length=1)
+    related_inputs: bool = False
+    """Its typed inputs only make sense when they derive from one upstream step (e.g. the
+    lines two files have in common): the planner uses it only to close a diamond."""
 
     @field_validator("params")
     @classmethod
@@ -108,7 +126,7 @@ class ToolSpec(_Strict):
     def _references_exist(self) -> ToolSpec:
         names = {p.name for p in self.params}
         for p in self.params:
-            if p.sample and p.sample.of not in names:
+            if p.sample and p.sample.of is not None and p.sample.of not in names:
                 raise ValueError(f"param {p.name!r} samples from unknown param {p.sample.of!r}")
             for other in p.sample.with_ if p.sample else []:
                 if other not in names:
@@ -145,7 +163,31 @@ class CodeRef(_Strict):
 
 
 class ImageSpec(_Strict):
+    """The ecosystem's image: ``FROM`` the local base tag, plus Debian packages and the
+    ``support`` files of the ecosystem folder, copied to /opt/taskfactory/<ecosystem>/."""
+
     packages: list[str] = Field(default_factory=list)
+    support: list[str] = Field(default_factory=list)
+
+
+class ServiceSpec(_Strict):
+    """A server the environment runs: ``start`` is launched detached after setup, then
+    ``ready`` is retried until it exits 0 (within ``ready_timeout_s``)."""
+
+    start: str
+    ready: str
+    ready_timeout_s: float = Field(20.0, gt=0)
+
+
+class ProbeSection(_Strict):
+    """How verifier checks treat one top-level section of the probe output.
+
+    ``strict``: every changed entry must be the declared output of a write step (else the
+    candidate is rejected as an unexpected change).  ``compare``: the default comparison.
+    """
+
+    compare: Compare = "exact"
+    strict: bool = True
 
 
 class StateType(_Strict):
@@ -162,8 +204,14 @@ class EcosystemSpec(_Strict):
     seed: CodeRef
     samplers: CodeRef | None = None
     probe: str = Field(pattern=r"^[A-Za-z0-9_]+\.py$", description="stdlib probe script")
+    probe_sections: dict[str, ProbeSection] = Field(default_factory=dict)
+    setup: str | None = None
+    """Shell command run once in the workdir after the seed files are written."""
+    service: ServiceSpec | None = None
+    backends: list[Backend] = Field(default_factory=lambda: ["docker", "local"], min_length=1)
     image: ImageSpec = Field(default_factory=ImageSpec)
-    state_types: list[StateType]
+    answer_file: str = "answer.txt"
+    state_types: list[StateType] = Field(default_factory=list)
     tools: list[ToolSpec] = Field(min_length=1)
 
     @field_validator("tools")

@@ -18,7 +18,8 @@ class Binding(BaseModel):
     - ``step``: the output of upstream step ``step``;
     - ``literal``: ``value`` verbatim (e.g. an output path chosen by the planner);
     - ``sample``: drawn at execution time by sampler ``facet`` from the file bound to
-      param ``of`` (deterministic in the candidate seed).
+      param ``of``, or from the probed state when ``of`` is unset (deterministic in the
+      candidate seed).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -32,7 +33,7 @@ class Binding(BaseModel):
     @model_validator(mode="after")
     def _fields_match_kind(self) -> Binding:
         need = {"state": ("value",), "literal": ("value",), "step": ("step",),
-                "sample": ("facet", "of")}[self.kind]
+                "sample": ("facet",)}[self.kind]
         missing = [f for f in need if getattr(self, f) is None]
         if missing:
             raise ValueError(f"a {self.kind!r} binding needs {missing}")
@@ -84,6 +85,15 @@ class WorkflowGraph(BaseModel):
             ups = [level[b.step] for b in step.bind.values() if b.kind == "step" and b.step]
             level[step.id] = 1 + max(ups, default=0)
         return max(level.values())
+
+    def without(self, step_ids: set[str]) -> WorkflowGraph:
+        """The graph minus ``step_ids`` and every step that depends on them."""
+        dropped = set(step_ids)
+        for step in self.steps:
+            if any(b.kind == "step" and b.step in dropped for b in step.bind.values()):
+                dropped.add(step.id)
+        kept = [s for s in self.steps if s.id not in dropped]
+        return self.model_copy(update={"steps": kept}) if kept else self
 
     def fingerprint(self) -> str:
         """Structural identity: shape + tool multiset + binding pattern, not values."""

@@ -112,6 +112,8 @@ class AttemptRow(_Row):
     detail: str
     task_id: str | None
     backend: str
+    repairs: list[str]
+    """One line per repair applied: ``kind step_id reason: detail``."""
     sandbox_s: float
     execute_s: float
     gate_s: float

@@ -32,9 +32,23 @@ class StepTrace(BaseModel):
     output_type: str
 
 
+class Repair(BaseModel):
+    """One targeted repair applied while executing a graph."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: str
+    """``truncate``: the failing step and the steps that depend on it were dropped."""
+    step_id: str
+    reason: str
+    detail: str
+    dropped: list[str]
+
+
 class Trace(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     steps: list[StepTrace]
     answer: str | None = None
     """The final read step's parsed output, rendered as text, for read-ending workflows."""
+    repairs: list[Repair] = []

@@ -6,26 +6,23 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-CheckKind = Literal["file_text", "file_lines_unordered", "csv_rows", "json_equal", "answer"]
-
 
 class Check(BaseModel):
     """One assertion the verifier makes.
 
-    - ``file_text``: file at ``path`` equals ``expected`` (str), trailing whitespace per line
-      and trailing blank lines ignored;
-    - ``file_lines_unordered``: same lines as ``expected`` (list[str]) as a multiset;
-    - ``csv_rows``: same header and the same rows (order-insensitive unless ``ordered``);
-    - ``json_equal``: parsed JSON equals ``expected``;
-    - ``answer``: ``answer.txt`` equals ``expected`` (numbers compared numerically).
+    - ``state``: entry ``key`` of probe section ``section`` compares equal to ``expected``
+      under ``compare`` (an ecosystem compare mode, or ``absent`` for a removed entry);
+    - ``answer``: the answer file ``key`` holds ``expected`` (numbers compared numerically,
+      other text exactly after trimming surrounding whitespace).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: CheckKind
-    path: str
+    kind: Literal["state", "answer"]
+    key: str
     expected: Any
-    ordered: bool = True
+    section: str = ""
+    compare: str = "exact"
 
 
 class GateResult(BaseModel):

@@ -15,16 +15,34 @@ import shlex
 import jinja2
 
 from environments.ecosystems import Ecosystem
-from environments.sandbox import ExecResult, Sandbox
+from environments.sandbox import ExecResult, Sandbox, Snapshot
 from schemas.ecosystem import ToolSpec, type_satisfies
 from schemas.graph import Candidate, Step
-from schemas.trace import Observation, StepTrace, Trace
+from schemas.trace import Observation, Repair, StepTrace, Trace
 from tasks.failures import StageFailure
+from tasks.realize import probe
 
 STEP_TIMEOUT_S = 20.0
 ANSWER_FILE = "answer.txt"
-_SHELL = jinja2.Environment(finalize=lambda v: shlex.quote(str(v)), autoescape=False,
-                            undefined=jinja2.StrictUndefined, keep_trailing_newline=False)
+
+
+class _Raw(str):
+    """Already safe for the shell: rendered without another round of quoting."""
+
+
+def _sql_literal(value: object) -> _Raw:
+    """A SQL string literal, safe inside a double-quoted shell string."""
+    literal = "'" + str(value).replace("'", "''") + "'"
+    for ch in ("\\", '"', "$", "`"):
+        literal = literal.replace(ch, "\\" + ch)
+    return _Raw(literal)
+
+
+_SHELL = jinja2.Environment(
+    finalize=lambda v: v if isinstance(v, _Raw) else shlex.quote(str(v)), autoescape=False,
+    undefined=jinja2.StrictUndefined, keep_trailing_newline=False)
+_SHELL.filters["sql"] = _sql_literal
+_SHELL.filters["json"] = lambda v: json.dumps(v, sort_keys=True)
 
 
 def render_command(tool: ToolSpec, args: dict[str, str]) -> str:
@@ -92,11 +110,15 @@ def _resolve(step: Step, tool: ToolSpec, candidate: Candidate, sandbox: Sandbox,
         if b.kind != "sample":
             continue
         rng = random.Random(f"{candidate.seed}:{step.id}:{p.name}")
-        source = args[b.of or ""]
-        try:
-            content = sandbox.read_file(source)
-        except FileNotFoundError as exc:
-            raise StageFailure("execute", "environment", f"{source} does not exist") from exc
+        content: bytes | dict
+        if b.of is None:
+            content = probe(sandbox, eco)
+        else:
+            try:
+                content = sandbox.read_file(args[b.of])
+            except FileNotFoundError as exc:
+                raise StageFailure("execute", "environment",
+                                   f"{args[b.of]} does not exist") from exc
         context = {w: args[w] for w in (p.sample.with_ if p.sample else [])}
         try:
             args[p.name] = eco.sample(b.facet or "", content, rng, **context)
@@ -105,35 +127,82 @@ def _resolve(step: Step, tool: ToolSpec, candidate: Candidate, sandbox: Sandbox,
     return {p.name: args[p.name] for p in tool.params}
 
 
-def execute_graph(sandbox: Sandbox, eco: Ecosystem, candidate: Candidate) -> Trace:
-    """Run every step of the candidate's graph; the final read step's output is the answer."""
+TRUNCATABLE = ("binding", "degenerate")
+
+
+def _run_step(sandbox: Sandbox, eco: Ecosystem, candidate: Candidate, step: Step,
+              outputs: dict[str, object]) -> StepTrace:
+    tool = eco.spec.tool(step.tool)
+    args = _resolve(step, tool, candidate, sandbox, eco, outputs)
+    command = render_command(tool, args)
+    result = sandbox.exec(["bash", "-c", command], timeout=STEP_TIMEOUT_S)
+    failure = _classify(result)
+    if failure:
+        failure.detail = f"{tool.name}: {failure.detail}"
+        raise failure
+    output = _parse(tool, result, args)
+    _check_not_degenerate(sandbox, tool, output)
+    return StepTrace(step_id=step.id, tool=tool.name, args=args, command=command,
+                     observation=Observation(**result.model_dump()), output=output,
+                     output_type=tool.returns.type)
+
+
+def _replay(sandbox: Sandbox, initial: Snapshot, steps: list[StepTrace]) -> None:
+    """Restore ``initial`` and re-run the kept steps' exact commands; their exit codes and
+    output must match what was recorded, else the trace is nondeterministic."""
+    sandbox.restore(initial)
+    for st in steps:
+        again = sandbox.exec(["bash", "-c", st.command], timeout=STEP_TIMEOUT_S)
+        if (again.exit_code, again.stdout) != (st.observation.exit_code, st.observation.stdout):
+            raise StageFailure("execute", "nondeterministic",
+                               f"{st.step_id} {st.tool}: replay after repair differs")
+
+
+def execute_graph(sandbox: Sandbox, eco: Ecosystem, candidate: Candidate,
+                  max_repairs: int = 2, initial: Snapshot | None = None) -> Trace:
+    """Run the candidate's graph step by step; the final read step's output is the answer.
+
+    A ``binding`` or ``degenerate`` failure of a step after the first is repaired, up to
+    ``max_repairs`` times, by truncating that step and everything that depends on it —
+    when a write step already ran, what remains still ends in checkable state.  Steps
+    that ran keep their arguments; when the failed step may have written something, the
+    sandbox is restored to ``initial`` and the kept steps are replayed and must reproduce
+    their recorded output exactly.  Other failures raise :class:`StageFailure`.
+    """
     outputs: dict[str, object] = {}
     steps: list[StepTrace] = []
+    repairs: list[Repair] = []
+    graph = candidate.graph
     for step in candidate.graph.steps:
-        tool = eco.spec.tool(step.tool)
-        args = _resolve(step, tool, candidate, sandbox, eco, outputs)
-        command = render_command(tool, args)
-        result = sandbox.exec(["bash", "-c", command], timeout=STEP_TIMEOUT_S)
-        failure = _classify(result)
-        if failure:
-            failure.detail = f"{step.id} {tool.name}: {failure.detail}"
-            raise failure
-        output = _parse(tool, result, args)
-        _check_not_degenerate(sandbox, tool, output)
-        outputs[step.id] = output
-        steps.append(StepTrace(
-            step_id=step.id, tool=tool.name, args=args, command=command,
-            observation=Observation(**result.model_dump()), output=output,
-            output_type=tool.returns.type))
-    last_tool = eco.spec.tool(candidate.graph.steps[-1].tool)
+        if step not in graph.steps:
+            continue  # dropped by an earlier truncation
+        try:
+            st = _run_step(sandbox, eco, candidate, step, outputs)
+        except StageFailure as failure:
+            wrote = any(eco.spec.tool(s.tool).effect == "write" for s in steps)
+            side_effects = eco.spec.tool(step.tool).effect == "write"
+            if failure.reason not in TRUNCATABLE or not wrote or len(repairs) >= max_repairs \
+                    or (side_effects and initial is None):
+                failure.detail = f"{step.id} {failure.detail}"
+                raise
+            if side_effects and initial is not None:
+                _replay(sandbox, initial, steps)
+            smaller = graph.without({step.id})
+            dropped = [s.id for s in graph.steps if s not in smaller.steps]
+            repairs.append(Repair(kind="truncate", step_id=step.id, reason=failure.reason,
+                                  detail=failure.detail, dropped=dropped))
+            graph = smaller
+            continue
+        outputs[step.id] = st.output
+        steps.append(st)
     answer = None
-    if last_tool.effect == "read":
+    if eco.spec.tool(steps[-1].tool).effect == "read":
         out = steps[-1].output
         answer = f"{out:.2f}" if isinstance(out, float) else str(out)
-    return Trace(steps=steps, answer=answer)
+    return Trace(steps=steps, answer=answer, repairs=repairs)
 
 
-def solution_script(trace: Trace) -> str:
+def solution_script(trace: Trace, answer_file: str = ANSWER_FILE) -> str:
     """``solve.sh``: the trace's commands in order; a final read step writes the answer file."""
     lines = [
         "#!/usr/bin/env bash",
@@ -144,7 +213,7 @@ def solution_script(trace: Trace) -> str:
     for i, step in enumerate(trace.steps):
         last = i == len(trace.steps) - 1
         if last and trace.answer is not None:
-            lines.append(f"{{ {step.command}; }} > {ANSWER_FILE}")
+            lines.append(f"{{ {step.command}; }} > {answer_file}")
         else:
             lines.append(step.command)
     return "\n".join(lines) + "\n"

@@ -15,7 +15,6 @@ import jinja2
 from environments.ecosystems import Ecosystem
 from schemas.graph import Candidate
 from schemas.trace import Trace
-from tasks.execute import ANSWER_FILE
 
 _INTENT = jinja2.Environment(finalize=lambda v: f"`{v}`", autoescape=False,
                              undefined=jinja2.StrictUndefined)
@@ -50,9 +49,11 @@ def render_instruction(eco: Ecosystem, candidate: Candidate, trace: Trace) -> st
         tool = eco.spec.tool(st.tool)
         phrase = _INTENT.from_string(tool.intent).render(**st.args)
         if tool.effect == "write":
-            items.append({"target": st.args[tool.returns.from_param or ""], "text": phrase})
+            label = tool.returns.label or "{{ " + str(tool.returns.from_param) + " }}"
+            items.append({"target": _INTENT.from_string(label).render(**st.args),
+                          "text": phrase})
         elif st is trace.steps[-1]:
             fmt = ANSWER_FORMATS.get(tool.returns.parser, "on one line")
-            items.append({"target": ANSWER_FILE, "text": f"{phrase}, {fmt}"})
+            items.append({"target": f"`{eco.spec.answer_file}`", "text": f"{phrase}, {fmt}"})
     return _TEMPLATES.get_template("instruction_goal.md.j2").render(
         opener=rng.choice(OPENERS), closer=rng.choice(CLOSERS), items=items).strip() + "\n"

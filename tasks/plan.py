@@ -1,24 +1,36 @@
-"""Planning: seeded chain workflows whose every input is satisfiable by construction.
+"""Planning: seeded workflow graphs whose every input is satisfiable by construction.
 
 Each candidate gets its own seed, derived from the run seed and its index.  The planner
-builds the candidate's seeded state (pure Python), then grows a chain: the first step
-reads typed files from the state; each later step consumes the previous step's output
-through a type-compatible parameter.  Literals that depend on file contents (patterns,
-column names, values) are bound as ``sample`` and resolved at execution time from what
-is really in the sandbox.  Duplicate fingerprints within a run are re-planned.
+builds the candidate's seeded state (pure Python), picks a target depth from a weighted
+distribution and a shape, then assigns tools by semantic type:
+
+- ``chain``: each step consumes the previous step's output;
+- ``fan_out``: one step's output feeds two or three branches;
+- ``fan_in``: independent branches feed one step with several typed inputs;
+- ``diamond``: one output feeds two branches that a joining step brings together.
+
+Typed inputs bind to an upstream output of a compatible type or to a state file of a
+compatible type; content-dependent literals are ``sample`` bindings resolved at execution
+time from what is really in the sandbox; new names are ``fresh`` literals.  Read tools
+only end a graph (their output is the answer).  A shape that the ecosystem's tools cannot
+form falls back to a chain.  Duplicate fingerprints within a run are re-planned.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import random
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
 from environments.ecosystems import Ecosystem
 from schemas.ecosystem import ToolSpec, type_satisfies
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
 
 MAX_REPLANS = 25
+DEFAULT_DEPTH_WEIGHTS: dict[int, float] = {1: 1, 2: 2, 3: 3, 4: 3, 5: 2, 6: 2, 7: 1, 8: 1}
+SHAPE_WEIGHTS = {"chain": 4, "fan_out": 2, "fan_in": 2, "diamond": 2}
 
 
 class PlanningError(RuntimeError):
@@ -36,92 +48,266 @@ def candidate_seed(run_seed: int, index: int) -> int:
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
-def _typed_params(tool: ToolSpec) -> list[str]:
-    return [p.name for p in tool.params if p.sample is None and p.type != "path.out"]
+def parse_depth_weights(text: str) -> dict[int, float]:
+    """``"1:1,2:2,3:3"`` -> ``{1: 1.0, 2: 2.0, 3: 3.0}``; ValueError names what is wrong."""
+    weights: dict[int, float] = {}
+    for part in text.split(","):
+        depth, _, weight = part.partition(":")
+        try:
+            d, w = int(depth), float(weight)
+        except ValueError:
+            raise ValueError(f"expected depth:weight pairs like 1:1,2:3, got {part!r}") from None
+        if not 1 <= d <= 8 or w < 0:
+            raise ValueError(f"depth must be 1..8 and weight >= 0, got {part!r}")
+        weights[d] = w
+    if not any(weights.values()):
+        raise ValueError("at least one depth needs a positive weight")
+    return weights
 
 
-def _state_choices(tool: ToolSpec, state: dict[str, str], pname: str) -> list[str]:
-    ptype = tool.param(pname).type
-    return sorted(path for path, t in state.items() if type_satisfies(t, ptype))
+def _in_place(tool: ToolSpec) -> bool:
+    """A write that changes an existing thing rather than creating a fresh one."""
+    if tool.effect != "write" or not tool.returns.from_param:
+        return False
+    return tool.param(tool.returns.from_param).fresh is None
 
 
-def _can_start(tool: ToolSpec, state: dict[str, str]) -> bool:
-    return all(_state_choices(tool, state, p) for p in _typed_params(tool))
+@dataclass
+class _Builder:
+    """Grows one graph; tracks types, names and which state values are read or changed."""
+
+    eco: Ecosystem
+    rng: random.Random
+    state: dict[str, str]
+    steps: list[Step] = field(default_factory=list)
+    out_type: dict[str, str] = field(default_factory=dict)
+    names: set[str] = field(default_factory=set)
+    read: set[str] = field(default_factory=set)
+    changed: set[str] = field(default_factory=set)
+    usage: Counter[str] = field(default_factory=Counter)
+    """How often each tool was used by the run so far (biases choices toward coverage)."""
+
+    def choices(self, tool: ToolSpec, pname: str, taken: frozenset[str] = frozenset()
+                ) -> list[str]:
+        ptype = tool.param(pname).type
+        return sorted(v for v, t in self.state.items()
+                      if type_satisfies(t, ptype) and v not in self.changed and v not in taken)
+
+    def can_bind(self, tool: ToolSpec, upstream: dict[str, str]) -> bool:
+        for p in tool.params:
+            if not p.typed:
+                continue
+            if p.name in upstream:
+                if not type_satisfies(self.out_type[upstream[p.name]], p.type):
+                    return False
+            elif not self.choices(tool, p.name):
+                return False
+        if _in_place(tool):  # never change a state value another step reads
+            target = tool.returns.from_param
+            if target not in upstream and not [v for v in self.choices(tool, target or "")
+                                               if v not in self.read]:
+                return False
+        return True
+
+    def add(self, tool: ToolSpec, upstream: dict[str, str]) -> str:
+        step_id = f"s{len(self.steps) + 1}"
+        bind: dict[str, Binding] = {}
+        target = tool.returns.from_param if _in_place(tool) else None
+        for p in tool.params:
+            if p.sample is not None:
+                bind[p.name] = Binding(kind="sample", facet=p.sample.facet, of=p.sample.of)
+            elif p.fresh is not None:
+                bind[p.name] = Binding(kind="literal", value=self._fresh(p.fresh))
+            elif p.name in upstream:
+                bind[p.name] = Binding(kind="step", step=upstream[p.name])
+            else:
+                taken = frozenset(b.value for b in bind.values() if b.kind == "state" and b.value)
+                options = self.choices(tool, p.name, taken)
+                if p.name == target:
+                    options = [v for v in options if v not in self.read]
+                value = self.rng.choice(options)
+                (self.changed if p.name == target else self.read).add(value)
+                bind[p.name] = Binding(kind="state", value=value)
+        self.steps.append(Step(id=step_id, tool=tool.name, bind=bind))
+        self.out_type[step_id] = tool.returns.type
+        return step_id
+
+    def _fresh(self, template: str) -> str:
+        n = 1
+        while (name := template.replace("{n}", "" if n == 1 else f"_{n}")) in self.names \
+                or name in self.state:
+            n += 1
+        self.names.add(name)
+        return name
+
+    def consumers(self, step_id: str, writes_only: bool, fresh_only: bool = False
+                  ) -> list[tuple[ToolSpec, str]]:
+        """(tool, param) pairs that can consume ``step_id``'s output."""
+        out = []
+        producer = next(s.tool for s in self.steps if s.id == step_id)
+        for tool in self.eco.spec.tools:
+            if (writes_only and tool.effect != "write") or (fresh_only and _in_place(tool)):
+                continue
+            if tool.name == producer or tool.related_inputs:
+                continue  # the same tool on its own output adds nothing
+            for p in tool.params:
+                if p.typed and self.can_bind(tool, {p.name: step_id}):
+                    out.append((tool, p.name))
+        return out
+
+    def extend(self, step_id: str, length: int, may_end_in_read: bool,
+               fresh_only: bool = False) -> str:
+        """Grow a chain of up to ``length`` steps after ``step_id``; returns the last step.
+
+        Only the final step may be a read (and only when ``may_end_in_read``)."""
+        last = step_id
+        for i in range(length):
+            final = i == length - 1
+            options = self.consumers(last, writes_only=not (final and may_end_in_read),
+                                     fresh_only=fresh_only)
+            if not options:
+                break
+            tool, pname = _pick_tool_first(self, options)
+            last = self.add(tool, {pname: last})
+        return last
 
 
-def _consumer_params(tool: ToolSpec, out_type: str, state: dict[str, str]) -> list[str]:
-    """Params of ``tool`` that can take ``out_type``, when its other inputs are satisfiable."""
-    names = []
-    for pname in _typed_params(tool):
-        if not type_satisfies(out_type, tool.param(pname).type):
-            continue
-        others = [o for o in _typed_params(tool) if o != pname]
-        if all(_state_choices(tool, state, o) for o in others):
-            names.append(pname)
-    return names
+def _pick_tool_first(b: _Builder, options: list[tuple[ToolSpec, str]]
+                     ) -> tuple[ToolSpec, str]:
+    """A tool first, favouring tools the run has used least; then one of its fitting
+    params (so a tool with two typed inputs is not twice as likely)."""
+    names = sorted({t.name for t, _ in options})
+    name = b.rng.choices(names, weights=[1 / (1 + b.usage[n]) for n in names])[0]
+    return b.rng.choice([(t, p) for t, p in options if t.name == name])
 
 
-def _bind_step(tool: ToolSpec, step_id: str, rng: random.Random, state: dict[str, str],
-               upstream: tuple[str, str] | None, used_paths: set[str]) -> Step:
-    bind: dict[str, Binding] = {}
-    for p in tool.params:
-        if p.sample is not None:
-            bind[p.name] = Binding(kind="sample", facet=p.sample.facet, of=p.sample.of)
-        elif p.type == "path.out":
-            stem, n = f"out/{p.stem or p.name}", 1
-            path = f"{stem}.{p.ext}"
-            while path in used_paths:
-                n += 1
-                path = f"{stem}_{n}.{p.ext}"
-            used_paths.add(path)
-            bind[p.name] = Binding(kind="literal", value=path)
-        elif upstream is not None and p.name == upstream[0]:
-            bind[p.name] = Binding(kind="step", step=upstream[1])
-        else:
-            value = rng.choice(_state_choices(tool, state, p.name))
-            bind[p.name] = Binding(kind="state", value=value)
-    return Step(id=step_id, tool=tool.name, bind=bind)
+def _starters(b: _Builder, writes_only: bool) -> list[ToolSpec]:
+    return [t for t in b.eco.spec.tools if not t.related_inputs
+            and (t.effect == "write" or not writes_only) and b.can_bind(t, {})]
 
 
-def plan_chain(eco: Ecosystem, seed: int, max_depth: int = 3) -> WorkflowGraph:
-    """One chain of depth 1..max_depth over the state seeded with ``seed``."""
+def _joins(b: _Builder, related: bool) -> list[tuple[ToolSpec, list[str]]]:
+    """Tools with two or more typed inputs, with the names of those inputs; tools that
+    need related inputs only when ``related`` (the inputs share an upstream step)."""
+    out = []
+    for t in b.eco.spec.tools:
+        typed = [p.name for p in t.params if p.typed]
+        if len(typed) >= 2 and (related or not t.related_inputs):
+            out.append((t, typed))
+    return out
+
+
+def _chain(b: _Builder, depth: int) -> None:
+    starters = _starters(b, writes_only=depth > 1) or _starters(b, writes_only=False)
+    tool, _ = _pick_tool_first(b, [(t, "") for t in starters])
+    first = b.add(tool, {})
+    if tool.effect == "write":
+        b.extend(first, depth - 1, may_end_in_read=True)
+
+
+def _fan_out(b: _Builder, depth: int) -> bool:
+    roots = _starters(b, writes_only=True)
+    if not roots or depth < 2:
+        return False
+    root = b.add(_pick_tool_first(b, [(t, "") for t in roots])[0], {})
+    branches = b.rng.choice([2, 3])
+    if len(b.consumers(root, writes_only=True, fresh_only=True)) < 2:
+        return False
+    for i in range(branches):
+        last = i == branches - 1
+        b.extend(root, depth - 1 if i == 0 else 1, may_end_in_read=last, fresh_only=True)
+    return True
+
+
+def _producers_for(b: _Builder, ptype: str, source: str | None) -> list[tuple[ToolSpec, str]]:
+    """Fresh-output write tools whose output fits ``ptype``: starters from the state when
+    ``source`` is None, else consumers of step ``source`` (tool, param)."""
+    if source is None:
+        return [(t, "") for t in _starters(b, writes_only=True)
+                if not _in_place(t) and type_satisfies(t.returns.type, ptype)]
+    return [(t, pn) for t, pn in b.consumers(source, writes_only=True, fresh_only=True)
+            if type_satisfies(t.returns.type, ptype)]
+
+
+def _join_over(b: _Builder, depth_left: int, source: str | None, depth_first: int) -> bool:
+    """Two fresh branches (from the state, or from step ``source``) joined by one tool."""
+    joins = _joins(b, related=source is not None)
+    for join, typed in b.rng.sample(joins, len(joins)):
+        for pa, pb in itertools.permutations(typed, 2):
+            a = _producers_for(b, join.param(pa).type, source)
+            c = _producers_for(b, join.param(pb).type, source)
+            if not a or not c:
+                continue
+            ends = []
+            picks = (_pick_tool_first(b, a), depth_first), (_pick_tool_first(b, c), 0)
+            for (tool, pname), extra in picks:
+                first = b.add(tool, {pname: source} if source else {})
+                ends.append(first if extra <= 0 else b.extend(first, extra, False, True))
+            if not b.can_bind(join, {pa: ends[0], pb: ends[1]}):
+                return False
+            joined = b.add(join, {pa: ends[0], pb: ends[1]})
+            if join.effect == "write" and depth_left > 0:
+                b.extend(joined, depth_left, may_end_in_read=True)
+            return True
+    return False
+
+
+def _fan_in(b: _Builder, depth: int) -> bool:
+    return depth >= 2 and _join_over(b, 0, None, depth - 2)
+
+
+def _diamond(b: _Builder, depth: int) -> bool:
+    roots = _starters(b, writes_only=True)
+    if depth < 3 or not roots:
+        return False
+    root = b.add(_pick_tool_first(b, [(t, "") for t in roots])[0], {})
+    return _join_over(b, depth - 3, root, 0)
+
+
+SHAPES = {"fan_out": _fan_out, "fan_in": _fan_in, "diamond": _diamond}
+
+
+def plan_graph(eco: Ecosystem, seed: int, depth_weights: dict[int, float] | None = None,
+               usage: Counter[str] | None = None) -> WorkflowGraph:
+    """One graph over the state seeded with ``seed``; depth drawn from ``depth_weights``.
+
+    ``usage`` (tool name -> uses so far in the run) makes rarely used tools likelier."""
     rng = random.Random(seed)
-    files = eco.seed_state(seed)
-    state = {p: t for p in files if (t := eco.state_type(p))}
-    tools = eco.spec.tools
-    starters = [t for t in tools if _can_start(t, state)]
-    if not starters:
+    weights = depth_weights or DEFAULT_DEPTH_WEIGHTS
+    depths = sorted(weights)
+    depth = rng.choices(depths, weights=[weights[d] for d in depths])[0]
+    shape = rng.choices(list(SHAPE_WEIGHTS), weights=list(SHAPE_WEIGHTS.values()))[0]
+    state = {p: t for p in eco.state_paths(seed) if (t := eco.state_type(p))}
+    usage = usage if usage is not None else Counter()
+    if shape in SHAPES:
+        b = _Builder(eco, random.Random(f"{seed}:{shape}"), state, usage=usage)
+        if SHAPES[shape](b, depth):
+            return WorkflowGraph(ecosystem=eco.name, shape=shape, steps=b.steps)
+    b = _Builder(eco, random.Random(f"{seed}:chain"), state, usage=usage)
+    if not _starters(b, writes_only=False):
         raise PlanningError(f"no tool of {eco.name!r} can start from the seeded state")
-    depth = rng.randint(1, max_depth)
-    used: set[str] = set()
-    tool = rng.choice(starters)
-    steps = [_bind_step(tool, "s1", rng, state, None, used)]
-    while len(steps) < depth and tool.effect == "write":
-        out_type = tool.returns.type
-        options = [(t, pn) for t in tools for pn in _consumer_params(t, out_type, state)]
-        if not options:
-            break
-        tool, pname = rng.choice(options)
-        steps.append(_bind_step(tool, f"s{len(steps) + 1}", rng, state, (pname, steps[-1].id),
-                                used))
-    return WorkflowGraph(ecosystem=eco.name, shape="chain", steps=steps)
+    _chain(b, depth)
+    return WorkflowGraph(ecosystem=eco.name, shape="chain", steps=b.steps)
 
 
 def plan_candidates(eco: Ecosystem, n: int, run_seed: int,
-                    max_depth: int = 3) -> tuple[list[Candidate], PlanStats]:
+                    depth_weights: dict[int, float] | None = None
+                    ) -> tuple[list[Candidate], PlanStats]:
     """``n`` candidates with distinct fingerprints (re-planning duplicates, bounded)."""
     seen: set[str] = set()
     out: list[Candidate] = []
+    usage: Counter[str] = Counter()
     dupes = 0
     for index in range(n):
         for attempt in range(MAX_REPLANS):
             seed = candidate_seed(run_seed, index * 1000 + attempt)
-            graph = plan_chain(eco, seed, max_depth)
+            graph = plan_graph(eco, seed, depth_weights, usage)
             fp = graph.fingerprint()
             if fp not in seen:
                 break
             dupes += 1
         seen.add(fp)
+        usage.update(s.tool for s in graph.steps)
         cid = hashlib.sha256(f"{eco.digest}:{seed}:{graph.model_dump_json()}".encode())
         out.append(Candidate(candidate_id=cid.hexdigest()[:16], index=index, ecosystem=eco.name,
                              seed=seed, graph=graph))

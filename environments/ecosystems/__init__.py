@@ -44,8 +44,16 @@ class Ecosystem:
     def name(self) -> str:
         return self.spec.name
 
+    layout_fn: Callable[[int], list[str]] | None = None
+
     def seed_state(self, seed: int) -> dict[str, bytes]:
         return self.seed_fn(seed)
+
+    def state_paths(self, seed: int) -> list[str]:
+        """The seeded file paths, cheaply when the seed module defines ``layout(seed)``."""
+        if self.layout_fn is not None:
+            return self.layout_fn(seed)
+        return sorted(self.seed_fn(seed))
 
     def state_type(self, path: str) -> str | None:
         """The semantic type of a seeded file, from the spec's ``state_types`` globs."""
@@ -139,4 +147,6 @@ def load_ecosystem(name_or_path: str) -> Ecosystem:
     for f in sorted(folder.glob("*")):
         if f.is_file() and f.suffix in (".py", ".yaml", ".yml"):
             digest.update(f.name.encode() + b"\0" + f.read_bytes())
-    return Ecosystem(spec, folder, seed_fn, samplers, probe_source, digest.hexdigest()[:16])
+    layout_fn = getattr(seed_mod, "layout", None)
+    return Ecosystem(spec, folder, seed_fn, samplers, probe_source, digest.hexdigest()[:16],
+                     layout_fn if callable(layout_fn) else None)

@@ -39,7 +39,7 @@ def test_candidates_are_accepted_with_gate_results(backend):
         assert len(o.trajectories) == 1 and o.trajectories[0].task_id == t.task_id
         checks = [Check(**c) for c in json.loads(t.checks_json)]
         for c in checks:  # every checked output is named in the instruction
-            assert f"`{c.path}`" in t.instruction
+            assert f"`{c.key}`" in t.instruction
     for o in outcomes:
         if not o.task:
             assert o.attempt.status == "rejected" and o.attempt.reason and o.attempt.detail
@@ -76,9 +76,9 @@ def test_gate_rejects_a_broken_verifier(backend, monkeypatch, breakage, reason):
         checks = real(eco, trace, before, after)
         if breakage == "passes_on_baseline":  # asserts a seeded file that nothing changes
             path = next(p for p in sorted(before["files"]) if p.endswith(".csv"))
-            return [Check(kind="file_text", path=path, expected=before["files"][path]["text"])]
-        first = checks[0]
-        return [first.model_copy(update={"kind": "answer", "expected": "not-the-answer"})]
+            return [Check(kind="state", section="files", key=path, compare="text",
+                          expected=before["files"][path])]
+        return [*checks, Check(kind="answer", key="answer.txt", expected="not-the-answer")]
 
     monkeypatch.setattr(candidate_module, "derive_checks", broken)
     outcome = build_candidate(CANDIDATES[0], "files", backend, RUN_ID)

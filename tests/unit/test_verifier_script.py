@@ -6,16 +6,21 @@ import sys
 
 import pytest
 
+from environments.ecosystems import load_ecosystem
 from schemas.verifier import Check
 from tasks.verify import render_verifier
 
+PROBE = load_ecosystem("files").probe_source
 CHECKS = [
-    Check(kind="file_text", path="out/a.txt", expected="x\ny\n"),
-    Check(kind="file_lines_unordered", path="out/b.txt", expected=["1", "2", "2"], ordered=False),
-    Check(kind="csv_rows", path="out/c.csv",
-          expected={"header": ["id", "v"], "rows": [["1", "a"], ["2", "b"]]}, ordered=False),
-    Check(kind="json_equal", path="cfg.json", expected={"port": 8081, "debug": True}),
-    Check(kind="answer", path="answer.txt", expected="12.50"),
+    Check(kind="state", section="files", key="out/a.txt", compare="text", expected="x\ny\n"),
+    Check(kind="state", section="files", key="out/b.txt", compare="lines_unordered",
+          expected="1\n2\n2\n"),
+    Check(kind="state", section="files", key="out/c.csv", compare="csv_unordered",
+          expected="id,v\n1,a\n2,b\n"),
+    Check(kind="state", section="files", key="cfg.json", compare="json_text",
+          expected='{"port": 8081, "debug": true}'),
+    Check(kind="state", section="files", key="old.txt", compare="absent", expected=None),
+    Check(kind="answer", key="answer.txt", expected="12.50"),
 ]
 GOOD = {
     "out/a.txt": "x\ny\n",
@@ -24,18 +29,19 @@ GOOD = {
     "cfg.json": '{"debug": true, "port": 8081}',
     "answer.txt": "12.5\n",
 }
-BROKEN = {  # one wrong detail per checked file
+BROKEN = {  # one wrong detail per checked place
     "out/a.txt": "y\nx\n",
     "out/b.txt": "1\n2\n",
     "out/c.csv": "id,v\n1,a\n2,c\n",
     "cfg.json": '{"debug": true, "port": 8080}',
+    "old.txt": "still here",
     "answer.txt": "12.6\n",
 }
 
 
 def run_verifier(root, logs=None):
     script = root.parent / "verify.py"
-    script.write_text(render_verifier(CHECKS))
+    script.write_text(render_verifier(CHECKS, PROBE))
     cmd = [sys.executable, str(script), "--root", str(root)]
     cmd += ["--logs", str(logs)] if logs else []
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -43,17 +49,17 @@ def run_verifier(root, logs=None):
 
 
 def lay_out(root, files):
+    root.mkdir(parents=True, exist_ok=True)
     for path, text in files.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(text)
 
 
 def test_correct_state_scores_one_and_writes_harbor_reward_files(tmp_path):
-    root = tmp_path / "ws"
-    lay_out(root, GOOD)
-    proc, summary = run_verifier(root, logs=tmp_path / "logs")
-    assert proc.returncode == 0
-    assert summary == {"reward": 1, "checks_passed": 5, "checks_total": 5}
+    lay_out(tmp_path / "ws", GOOD)
+    proc, summary = run_verifier(tmp_path / "ws", logs=tmp_path / "logs")
+    assert proc.returncode == 0, proc.stderr
+    assert summary == {"reward": 1, "checks_passed": 6, "checks_total": 6}
     assert (tmp_path / "logs/reward.txt").read_text().strip() == "1"
     reward = json.loads((tmp_path / "logs/reward.json").read_text())
     assert all(isinstance(v, int | float) for v in reward.values())
@@ -62,18 +68,17 @@ def test_correct_state_scores_one_and_writes_harbor_reward_files(tmp_path):
 def test_empty_state_scores_zero(tmp_path):
     (tmp_path / "ws").mkdir()
     proc, summary = run_verifier(tmp_path / "ws")
-    assert proc.returncode == 1 and summary["reward"] == 0 and summary["checks_passed"] == 0
+    assert proc.returncode == 1 and summary["reward"] == 0 and summary["checks_passed"] == 1
 
 
 @pytest.mark.parametrize("path", sorted(BROKEN))
 def test_each_checked_place_matters(tmp_path, path):
-    root = tmp_path / "ws"
-    lay_out(root, {**GOOD, path: BROKEN[path]})
-    _, summary = run_verifier(root)
-    assert summary["reward"] == 0 and summary["checks_passed"] == 4
+    lay_out(tmp_path / "ws", {**GOOD, path: BROKEN[path]})
+    _, summary = run_verifier(tmp_path / "ws")
+    assert summary["reward"] == 0 and summary["checks_passed"] == 5
 
 
 def test_verifier_is_stdlib_only():
-    source = render_verifier(CHECKS)
+    source = render_verifier(CHECKS, PROBE)
     imports = {line.split()[1] for line in source.splitlines() if line.startswith("import ")}
-    assert imports <= {"argparse", "collections", "csv", "io", "json", "os", "sys"}
+    assert imports <= {"argparse", "collections", "csv", "io", "json", "os", "subprocess", "sys"}

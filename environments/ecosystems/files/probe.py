@@ -1,8 +1,9 @@
 """Probe for the ``files`` ecosystem: prints the workspace state as canonical JSON.
 
 Runs inside the sandbox with the standard library only (``python3 - < probe.py``), from
-the workspace directory.  Output: ``{"files": {path: {"sha256", "size", "text"}}}`` with
-``text`` set for UTF-8 files up to 256 KiB.
+the workspace directory.  Output: ``{"files": {path: entry}}`` where the entry is the text
+of a UTF-8 file up to 256 KiB, else ``{"sha256": ..., "size": ...}`` (``{"symlink": ...}``
+for links).
 """
 
 import contextlib
@@ -24,10 +25,10 @@ def main() -> None:
                 continue
             with open(path, "rb") as f:
                 data = f.read()
-            entry = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data), "text": None}
+            entry = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
             if len(data) <= MAX_TEXT:
                 with contextlib.suppress(UnicodeDecodeError):
-                    entry["text"] = data.decode("utf-8")
+                    entry = data.decode("utf-8")
             files[path] = entry
     print(json.dumps({"files": files}, sort_keys=True, separators=(",", ":")))
 

@@ -12,7 +12,7 @@ import json
 import random
 import re
 
-TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9_.@-]{3,}")
+TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@:-]{2,}")
 
 
 def _lines(content: bytes) -> list[str]:
@@ -20,13 +20,16 @@ def _lines(content: bytes) -> list[str]:
 
 
 def token(content: bytes, rng: random.Random, **_: str) -> str:
-    """A word found on some lines but not all: a selective, non-trivial filter."""
+    """A word found on some lines but not all: a selective, non-trivial filter.
+
+    Prefers words on a quarter or more of the lines, so that later steps of a workflow
+    still have material to work on."""
     lines = _lines(content)
     counts: dict[str, int] = {}
     for line in lines:
         for word in set(TOKEN.findall(line)):
             counts[word] = counts.get(word, 0) + 1
-    good = sorted(w for w, c in counts.items() if 2 <= c <= max(2, len(lines) // 2))
+    good = sorted(w for w, c in counts.items() if max(2, len(lines) // 4) <= c < len(lines))
     good = good or sorted(w for w, c in counts.items() if c < len(lines))
     if not good:
         raise LookupError("no selective token in file")
@@ -34,10 +37,11 @@ def token(content: bytes, rng: random.Random, **_: str) -> str:
 
 
 def line_count(content: bytes, rng: random.Random, **_: str) -> str:
+    """A strict prefix length that keeps at least half of the lines."""
     n = len(_lines(content))
-    if n < 3:
+    if n < 2:
         raise LookupError("file too short to take a strict prefix")
-    return str(rng.randint(2, n - 1))
+    return str(rng.randint(max(1, n // 2), n - 1))
 
 
 def _table(content: bytes) -> tuple[list[str], list[list[str]]]:

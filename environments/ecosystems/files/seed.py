@@ -92,13 +92,25 @@ def _config(fake: Faker, rng: random.Random, name: str) -> str:
     return json.dumps(cfg, indent=2, sort_keys=True) + "\n"
 
 
+def _faker(seed: int) -> Faker:
+    fake = Faker("en_US")
+    fake.seed_instance(seed)
+    return fake
+
+
+def layout(seed: int) -> list[str]:
+    """The paths :func:`generate` lays out for ``seed``, without generating content."""
+    service = _faker(seed).word()
+    return sorted([f"logs/{service}.log", "logs/worker.log", "data/customers.csv",
+                   "data/orders.csv", f"config/{service}.json", "docs/notes.txt", "out/.keep"])
+
+
 def generate(seed: int) -> dict[str, bytes]:
     """The seeded workspace as ``{relative path: bytes}``; identical for identical seeds.
 
     Only absolute date ranges are used, so the bytes do not depend on the day it runs.
     """
-    fake = Faker("en_US")
-    fake.seed_instance(seed)
+    fake = _faker(seed)
     rng = random.Random(seed)
     service = fake.word()
     start = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(days=rng.randint(0, 300))

@@ -1,0 +1,79 @@
+"""Ecosystem images: ``FROM`` the local base tag, plus packages and support files.
+
+An ecosystem without extra packages or support files runs on the base image itself.
+Otherwise its image is built once (offline when no packages are needed), tagged by a
+content digest of base image id + packages + support files, and reused while the tag
+exists.  Support files land in ``/opt/taskfactory/<ecosystem>/``, owned by root.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import tarfile
+import threading
+
+from environments.config import DockerConfig
+from environments.ecosystems import Ecosystem
+from environments.sandbox import SandboxUnavailableError
+
+_build_lock = threading.Lock()
+
+
+def dockerfile(base: str, eco_name: str, packages: list[str], support: list[str]) -> str:
+    lines = [f"FROM {base}", "USER root"]
+    if packages:
+        lines.append("RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "
+                     f"--no-install-recommends {' '.join(sorted(packages))} "
+                     "&& rm -rf /var/lib/apt/lists/*")
+    if support:
+        lines.append(f"COPY support/ /opt/taskfactory/{eco_name}/")
+        lines.append(f"RUN chmod -R a+rX /opt/taskfactory/{eco_name}")
+    lines += ["USER 1000:1000", "WORKDIR /workspace"]
+    return "\n".join(lines) + "\n"
+
+
+def _context(text: str, files: dict[str, bytes]) -> io.BytesIO:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in {"Dockerfile": text.encode(), **files}.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    buf.seek(0)
+    return buf
+
+
+def ecosystem_image(eco: Ecosystem, config: DockerConfig) -> DockerConfig:
+    """The docker config with ``image`` set to the ecosystem's image (built if missing)."""
+    spec = eco.spec.image
+    if not spec.packages and not spec.support:
+        return config
+    import docker
+    import docker.errors
+
+    client = docker.from_env(timeout=600)
+    try:
+        base_id = client.images.get(config.image).id
+    except docker.errors.ImageNotFound as exc:
+        raise SandboxUnavailableError(f"base image {config.image} is missing; build it with "
+                                      "`make image`") from exc
+    support = {f"support/{name}": (eco.folder / name).read_bytes() for name in spec.support}
+    text = dockerfile(config.image, eco.name, spec.packages, spec.support)
+    digest = hashlib.sha256(base_id.encode() + text.encode())
+    for name in sorted(support):
+        digest.update(name.encode() + b"\0" + support[name])
+    tag = f"taskfactory/eco-{eco.name}:{digest.hexdigest()[:12]}"
+    with _build_lock:
+        try:
+            client.images.get(tag)
+        except docker.errors.ImageNotFound:
+            try:
+                client.images.build(fileobj=_context(text, support), custom_context=True,
+                                    tag=tag, rm=True, forcerm=True, pull=False,
+                                    network_mode="default" if spec.packages else "none",
+                                    labels={"taskfactory.image": "ecosystem"})
+            except docker.errors.BuildError as exc:
+                raise SandboxUnavailableError(f"cannot build the image of ecosystem "
+                                              f"{eco.name!r}: {exc}") from exc
+    return config.model_copy(update={"image": tag})
