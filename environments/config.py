@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import warnings
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -79,8 +78,8 @@ def docker_available(timeout: float = 3.0) -> bool:
 def resolve_backend(name: str) -> DockerConfig | LocalConfig:
     """Default config for backend ``name``: "docker", "local" or "auto".
 
-    "auto" picks docker when a daemon answers, else local, with a warning (both
-    ``warnings.warn`` and a WARNING log line) because the local backend isolates less.
+    "auto" picks docker when a daemon answers, else local, with a WARNING log line
+    because the local backend isolates less.
     """
     key = name.strip().lower() if isinstance(name, str) else name
     if key == "docker":
@@ -90,7 +89,6 @@ def resolve_backend(name: str) -> DockerConfig | LocalConfig:
     if key == "auto":
         if docker_available():
             return DockerConfig()
-        warnings.warn(LOCAL_FALLBACK_WARNING, RuntimeWarning, stacklevel=2)
         log.warning(LOCAL_FALLBACK_WARNING)
         return LocalConfig()
     raise ValueError(f"unknown sandbox backend {name!r}; allowed: {', '.join(BACKEND_NAMES)}")

@@ -84,18 +84,22 @@ def _depth_weights(args: argparse.Namespace) -> dict[int, float]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    from environments.config import resolve_backend
+    from environments.config import docker_available
 
-    if settings.backend == "docker":
-        from environments.config import docker_available
-        if not docker_available():
+    backend = settings.backend
+    if backend != "local" and not docker_available():
+        if backend == "docker":
             raise UsageError("--backend docker: no Docker daemon answers; start one "
                              "(make engine) or use --backend local")
-    backend = resolve_backend(settings.backend)  # warns visibly when auto falls back to local
+        print("warning: no Docker daemon answers; using the local backend "
+              "(weaker isolation)", file=sys.stderr)
+        backend = "local"
+    backend = "docker" if backend == "auto" else backend
+    settings = settings.model_copy(update={"backend": backend})
     needs = _ecosystem(settings.ecosystem).spec.backends
-    if backend.type not in needs:
+    if backend not in needs:
         raise UsageError(f"ecosystem {settings.ecosystem!r} needs the {' or '.join(needs)} "
-                         f"backend; {backend.type} was chosen (is a Docker daemon running?)")
+                         f"backend; {backend} was chosen (is a Docker daemon running?)")
     _quiet_prefect()
     if not os.environ.get("PREFECT_API_URL"):
         print("prefect: no PREFECT_API_URL set, starting a temporary local API server "

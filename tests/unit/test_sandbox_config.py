@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
-import warnings
 
 import pytest
 from pydantic import TypeAdapter, ValidationError
@@ -77,11 +76,9 @@ def test_resolve_auto_falls_back_to_local_loudly(
     # point the docker SDK at a socket nobody listens on: a real "no daemon" situation
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/taskfactory-test.sock")
     assert config.docker_available(timeout=1) is False
-    with caplog.at_level(logging.WARNING), warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with caplog.at_level(logging.WARNING):
         cfg = resolve_backend("auto")
     assert isinstance(cfg, LocalConfig)
-    assert any("no Docker daemon answers" in str(w.message) for w in caught)
     assert "no Docker daemon answers; using the local backend" in caplog.text
 
 
