@@ -1,4 +1,4 @@
-"""The ``taskfactory`` command line: run, query, serve.
+"""The ``taskfactory`` command line: run, plan, query, serve.
 
 Commands that run no flow never import Prefect or Docker.  Bad input ends with one line
 ``taskfactory: error: ...`` on stderr and exit code 2, before anything is written.
@@ -141,6 +141,20 @@ def cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    from tasks.diversity import diversity, format_report
+    from tasks.plan import PlanningError, plan_candidates
+
+    eco = _ecosystem(args.ecosystem)
+    try:
+        candidates, stats = plan_candidates(eco, args.n, args.seed, _depth_weights(args))
+    except PlanningError as exc:
+        raise UsageError(str(exc)) from None
+    report = diversity(eco, candidates, stats.duplicates_replanned)
+    print(report.model_dump_json(indent=2) if args.format == "json" else format_report(report))
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     settings = _settings(args)
     _quiet_prefect()
@@ -179,6 +193,14 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--data", type=Path, default=Path("data"))
     query.add_argument("--format", choices=["table", "csv", "json"], default="table")
     query.set_defaults(func=cmd_query)
+    plan = sub.add_parser("plan", help="plan graphs and report their diversity (runs nothing)")
+    plan.add_argument("--ecosystem", default="files", help="built-in name or folder")
+    plan.add_argument("--n", type=_positive, default=1000, help="graphs to plan")
+    plan.add_argument("--seed", type=int, default=0)
+    plan.add_argument("--depth-weights", metavar="D:W,...")
+    plan.add_argument("--max-depth", type=_positive)
+    plan.add_argument("--format", choices=["text", "json"], default="text")
+    plan.set_defaults(func=cmd_plan)
     serve = sub.add_parser("serve", help="serve the flow on a cron schedule")
     _run_options(serve, 20)
     serve.add_argument("--cron", default="0 3 * * *")
@@ -194,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"taskfactory: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:  # the reader went away (e.g. `| head`): not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -200,6 +200,9 @@ class StateType(_Strict):
 class EcosystemSpec(_Strict):
     name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
     description: str
+    context: str = ""
+    """What a solver is told about the environment in every instruction (e.g. where a
+    service listens and how its API looks)."""
     version: str = "1"
     seed: CodeRef
     samplers: CodeRef | None = None

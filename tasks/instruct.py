@@ -23,19 +23,19 @@ _TEMPLATES = jinja2.Environment(
     autoescape=False, undefined=jinja2.StrictUndefined, trim_blocks=True)
 
 OPENERS = [
-    "You are working in a project workspace (your current directory). "
     "When you are done, the following must hold:",
-    "Bring the workspace in the current directory into this state:",
-    "Using the files in the current directory, produce the following results:",
-    "The current directory holds a project's logs, data exports and configuration. "
-    "Create or update these files:",
-    "Prepare the following outputs from the files in your working directory:",
+    "Bring the environment into this state:",
+    "Produce the following results:",
+    "Create or update the following:",
+    "Prepare the following outputs:",
 ]
+IN_ORDER = ("The items are listed in order: each one refers to the state left by the items "
+            "before it.")
 CLOSERS = [
-    "Paths are relative to the current directory. Do not modify any other file.",
-    "Leave every other file unchanged.",
-    "Create parent directories if needed; do not touch files that are not listed.",
-    "Only the files listed above may be created or changed.",
+    "Paths are relative to the current directory. Change nothing that is not listed.",
+    "Leave everything else unchanged.",
+    "Paths are relative to the working directory; do not touch anything not listed.",
+    "Only what is listed above may be created or changed.",
 ]
 ANSWER_FORMATS = {"int": "as a plain integer", "number": "as a plain number",
                   "text": "exactly as stored, on one line"}
@@ -55,5 +55,9 @@ def render_instruction(eco: Ecosystem, candidate: Candidate, trace: Trace) -> st
         elif st is trace.steps[-1]:
             fmt = ANSWER_FORMATS.get(tool.returns.parser, "on one line")
             items.append({"target": f"`{eco.spec.answer_file}`", "text": f"{phrase}, {fmt}"})
+    in_place = any(eco.spec.tool(st.tool).effect == "write" and not eco.spec.tool(st.tool).param(
+        eco.spec.tool(st.tool).returns.from_param or "").fresh for st in trace.steps[:-1])
     return _TEMPLATES.get_template("instruction_goal.md.j2").render(
-        opener=rng.choice(OPENERS), closer=rng.choice(CLOSERS), items=items).strip() + "\n"
+        context=eco.spec.context.strip(), opener=rng.choice(OPENERS),
+        order=IN_ORDER if in_place else "", closer=rng.choice(CLOSERS),
+        items=items).strip() + "\n"

@@ -56,3 +56,30 @@ def test_query_does_not_import_prefect_or_docker(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=tmp_path, env={**os.environ, "PYTHONPATH": os.getcwd()})
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+INVENTORY = "tests/fixtures/ecosystems/inventory"
+
+
+def test_plan_reports_diversity_without_running_anything():
+    proc = run_cli("plan", "--ecosystem", INVENTORY, "--n", "200", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    import json
+    report = json.loads(proc.stdout)
+    assert report["ecosystem"] == "inventory" and report["graphs"] == 200
+    assert report["tools_used"] == report["tools_total"] == 5
+    assert sum(report["depth_histogram"].values()) == 200
+
+
+def test_malformed_spec_through_the_cli(tmp_path):
+    import shutil
+    eco = tmp_path / "broken"
+    shutil.copytree(INVENTORY, eco)
+    spec = eco / "ecosystem.yaml"
+    spec.write_text(spec.read_text().replace("parser: int}", "parser: integer}", 1))
+    for command in (["plan"], ["run", "--data", str(tmp_path / "d")]):
+        proc = run_cli(*command, "--ecosystem", str(eco))
+        assert proc.returncode == 2
+        assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+        assert f"{spec}: field 'tools.0 (quantity_of).returns.parser'" in proc.stderr
+    assert not (tmp_path / "d").exists()

@@ -1,0 +1,58 @@
+"""Diversity of a planned batch: distinct structures, tool coverage, depths and shapes."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from pydantic import BaseModel
+
+from environments.ecosystems import Ecosystem
+from schemas.graph import Candidate
+
+
+class DiversityReport(BaseModel):
+    ecosystem: str
+    graphs: int
+    distinct_fingerprints: int
+    duplicates_replanned: int
+    tools_used: int
+    tools_total: int
+    unused_tools: list[str]
+    tool_uses: dict[str, int]
+    depth_histogram: dict[int, int]
+    shapes: dict[str, int]
+
+    @property
+    def distinct_share(self) -> float:
+        return self.distinct_fingerprints / max(1, self.graphs)
+
+
+def diversity(eco: Ecosystem, candidates: list[Candidate], replanned: int) -> DiversityReport:
+    uses = Counter(s.tool for c in candidates for s in c.graph.steps)
+    names = [t.name for t in eco.spec.tools]
+    return DiversityReport(
+        ecosystem=eco.name, graphs=len(candidates),
+        distinct_fingerprints=len({c.graph.fingerprint() for c in candidates}),
+        duplicates_replanned=replanned, tools_used=sum(1 for n in names if uses[n]),
+        tools_total=len(names), unused_tools=[n for n in names if not uses[n]],
+        tool_uses={n: uses[n] for n in names},
+        depth_histogram=dict(sorted(Counter(c.graph.depth for c in candidates).items())),
+        shapes=dict(sorted(Counter(c.graph.shape for c in candidates).items())))
+
+
+def format_report(r: DiversityReport) -> str:
+    width = max(r.depth_histogram.values(), default=1)
+    lines = [
+        f"ecosystem {r.ecosystem}: {r.graphs} graphs planned",
+        f"distinct fingerprints: {r.distinct_fingerprints} ({100 * r.distinct_share:.1f}%), "
+        f"{r.duplicates_replanned} duplicates re-planned",
+        f"tool coverage: {r.tools_used}/{r.tools_total}"
+        + (f" (unused: {', '.join(r.unused_tools)})" if r.unused_tools else ""),
+        "shapes: " + ", ".join(f"{k} {v}" for k, v in r.shapes.items()),
+        "depth histogram:",
+    ]
+    for depth, n in r.depth_histogram.items():
+        lines.append(f"  {depth} {'#' * max(1, round(40 * n / width))} {n}")
+    lines.append("tool uses: " + ", ".join(f"{k} {v}" for k, v in
+                                             sorted(r.tool_uses.items(), key=lambda kv: -kv[1])))
+    return "\n".join(lines)
