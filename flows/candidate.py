@@ -109,7 +109,7 @@ def build_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendCo
             instruction = render_instruction(eco, candidate, trace)
             t = lap("render_s", t)
             stage = "validate"
-            gate = run_gate(sb, initial, solution_sh, verifier_py)
+            gate = run_gate(sb, initial, solution_sh, verifier_py, eco, after)
             t = lap("gate_s", t)
         stage = "render"
         digest = env_digest(files)

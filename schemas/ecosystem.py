@@ -113,6 +113,8 @@ class ToolSpec(_Strict):
     command: str = Field(min_length=1)
     effect: Effect
     intent: str = Field(min_length=1)
+    timeout_s: float = Field(20.0, gt=0, le=600)
+    """Wall-clock limit of one call; the whole process tree is killed past it."""
     related_inputs: bool = False
     """Its typed inputs only make sense when they derive from one upstream step (e.g. the
     lines two files have in common): the planner uses it only to close a diamond."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shlex
 
 import jinja2
@@ -20,6 +21,7 @@ from schemas.ecosystem import ToolSpec, type_satisfies
 from schemas.graph import Candidate, Step
 from schemas.trace import Observation, Repair, StepTrace, Trace
 from tasks.failures import StageFailure
+from tasks.normalize import normalize
 from tasks.realize import probe
 
 STEP_TIMEOUT_S = 20.0
@@ -50,7 +52,13 @@ def render_command(tool: ToolSpec, args: dict[str, str]) -> str:
     return _SHELL.from_string(tool.command).render(**args).strip()
 
 
+_REJECTED_ARGUMENT = re.compile(
+    r"invalid (number|argument|option|value)|unrecognized option|illegal option|"
+    r"not a valid|bad argument|invalid literal|expects? (an? )?(integer|number)", re.I)
+
+
 def _classify(result: ExecResult) -> StageFailure | None:
+    """The failure category of a finished command, or None when it succeeded."""
     if result.timed_out:
         return StageFailure("execute", "timeout", "step exceeded its time limit")
     if result.exit_code == 0:
@@ -58,11 +66,13 @@ def _classify(result: ExecResult) -> StageFailure | None:
     err = result.stderr.strip().splitlines()[-1:] or [""]
     if result.exit_code in (126, 127) or "command not found" in result.stderr:
         return StageFailure("execute", "environment", f"exit {result.exit_code}: {err[0]}")
-    if result.exit_code == 137 or "Cannot allocate memory" in result.stderr \
-            or "Resource temporarily unavailable" in result.stderr:
+    if result.exit_code == 137 or any(sign in result.stderr for sign in (
+            "Cannot allocate memory", "Resource temporarily unavailable", "MemoryError")):
         return StageFailure("execute", "resource", f"exit {result.exit_code}: {err[0]}")
     if "No such file" in result.stderr:
         return StageFailure("execute", "environment", f"exit {result.exit_code}: {err[0]}")
+    if _REJECTED_ARGUMENT.search(result.stderr):
+        return StageFailure("execute", "binding", f"exit {result.exit_code}: {err[0]}")
     return StageFailure("execute", "tool_error", f"exit {result.exit_code}: {err[0]}")
 
 
@@ -135,7 +145,7 @@ def _run_step(sandbox: Sandbox, eco: Ecosystem, candidate: Candidate, step: Step
     tool = eco.spec.tool(step.tool)
     args = _resolve(step, tool, candidate, sandbox, eco, outputs)
     command = render_command(tool, args)
-    result = sandbox.exec(["bash", "-c", command], timeout=STEP_TIMEOUT_S)
+    result = sandbox.exec(["bash", "-c", command], timeout=tool.timeout_s)
     failure = _classify(result)
     if failure:
         failure.detail = f"{tool.name}: {failure.detail}"
@@ -149,11 +159,12 @@ def _run_step(sandbox: Sandbox, eco: Ecosystem, candidate: Candidate, step: Step
 
 def _replay(sandbox: Sandbox, initial: Snapshot, steps: list[StepTrace]) -> None:
     """Restore ``initial`` and re-run the kept steps' exact commands; their exit codes and
-    output must match what was recorded, else the trace is nondeterministic."""
+    output must match what was recorded (normalized), else the trace is nondeterministic."""
     sandbox.restore(initial)
     for st in steps:
         again = sandbox.exec(["bash", "-c", st.command], timeout=STEP_TIMEOUT_S)
-        if (again.exit_code, again.stdout) != (st.observation.exit_code, st.observation.stdout):
+        if (again.exit_code, normalize(again.stdout)) != (st.observation.exit_code,
+                                                          normalize(st.observation.stdout)):
             raise StageFailure("execute", "nondeterministic",
                                f"{st.step_id} {st.tool}: replay after repair differs")
 

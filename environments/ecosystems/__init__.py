@@ -117,7 +117,10 @@ def load_ecosystem(name_or_path: str) -> Ecosystem:
     try:
         raw = yaml.safe_load(spec_file.read_text())
     except yaml.YAMLError as exc:
-        raise EcosystemError(f"{spec_file}: not valid YAML: {str(exc).splitlines()[0]}") from exc
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise EcosystemError(f"{spec_file}: not valid YAML: {where}{problem}") from exc
     if not isinstance(raw, dict):
         raise EcosystemError(f"{spec_file}: expected a mapping at the top level")
     try:
