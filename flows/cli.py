@@ -13,8 +13,9 @@ import sys
 from pathlib import Path
 
 EXIT_USAGE = 2
-EXAMPLE_QUERY = ("select ecosystem, count(*) as tasks, avg(n_steps) as avg_steps "
-                 "from tasks group by ecosystem")
+EXAMPLE_QUERY = ("select ecosystem, avg((status = 'accepted')::int) as yield, "
+                 "avg((status = 'accepted' and len(repairs) = 0)::int) as yield_without_repair "
+                 "from attempts group by ecosystem")
 
 
 class UsageError(Exception):
@@ -118,7 +119,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 130
     rejected = ", ".join(f"{k}={v}" for k, v in sorted(summary.rejected.items())) or "none"
     print(f"run {summary.run_id}: {summary.accepted}/{summary.candidates} candidates accepted "
-          f"on the {summary.backend} backend in {summary.seconds:.1f} s")
+          f"on the {summary.backend} backend in {summary.seconds:.1f} s "
+          f"({summary.accepted_without_repair} without repair)")
     print(f"rejected: {rejected}")
     print(f"dataset: {settings.data}/ (tables: tasks, trajectories, attempts)")
     print(f'try: taskfactory query "{EXAMPLE_QUERY}" --data {settings.data}')

@@ -33,6 +33,8 @@ class RunSummary(BaseModel):
     backend: str
     candidates: int
     accepted: int
+    accepted_without_repair: int
+    """Accepted with no repair applied: the yield the same candidates have with repair off."""
     rejected: dict[str, int]
     duplicates_replanned: int
     seconds: float
@@ -75,6 +77,7 @@ def factory(settings: RunSettings, run_id: str | None = None) -> RunSummary:
                 len(candidates), eco.name, backend.type, flow_run.get_id())
     writer = ShardWriter(settings.data, run_id)
     accepted: list[str] = []
+    unrepaired = 0
     rejected: collections.Counter[str] = collections.Counter()
     write_s = 0.0
     try:
@@ -90,6 +93,7 @@ def factory(settings: RunSettings, run_id: str | None = None) -> RunSummary:
             write_s += time.perf_counter() - t_write
             if outcome.task:
                 accepted.append(outcome.task.task_id)
+                unrepaired += not outcome.attempt.repairs
             else:
                 rejected[f"{outcome.attempt.stage}/{outcome.attempt.reason}"] += 1
         t_write = time.perf_counter()
@@ -99,6 +103,7 @@ def factory(settings: RunSettings, run_id: str | None = None) -> RunSummary:
         close_run(run_id)
     summary = RunSummary(
         run_id=run_id, backend=backend.type, candidates=len(candidates), accepted=len(accepted),
+        accepted_without_repair=unrepaired,
         rejected=dict(rejected), duplicates_replanned=stats.duplicates_replanned,
         seconds=round(time.perf_counter() - t0, 2), write_s=round(write_s, 3),
         data=str(settings.data),
