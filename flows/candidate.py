@@ -21,10 +21,12 @@ from flows.provenance import generator_version
 from flows.providers import provider_for
 from schemas.graph import Candidate, WorkflowGraph
 from schemas.records import AttemptRow, TaskRow, TrajectoryRow
-from tasks.execute import execute_graph, solution_script
+from tasks.execute import Repairer, execute_graph, solution_script
 from tasks.failures import StageFailure
 from tasks.instruct import render_instruction
+from tasks.llm import LLMClient, LLMConfig
 from tasks.realize import probe, realize
+from tasks.repair_llm import propose_repair
 from tasks.trajectories import render_trajectory
 from tasks.validate import run_gate
 from tasks.verify import derive_checks, render_verifier
@@ -37,6 +39,16 @@ class Outcome:
     attempt: AttemptRow
     task: TaskRow | None = None
     trajectories: list[TrajectoryRow] = field(default_factory=list)
+
+
+@cache
+def llm_repairer() -> Repairer | None:
+    """The LLM repairer when TASKFACTORY_LLM_BASE_URL and _MODEL are set, else None."""
+    config = LLMConfig.from_env()
+    if config is None:
+        return None
+    client = LLMClient(config)
+    return lambda request: propose_repair(client, request)
 
 
 @cache
@@ -96,7 +108,7 @@ def build_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendCo
             t = lap("sandbox_s", t)
             stage = "execute"
             before = probe(sb, eco)
-            trace = execute_graph(sb, eco, candidate, max_repairs, initial)
+            trace = execute_graph(sb, eco, candidate, max_repairs, initial, llm_repairer())
             repairs = [f"{r.kind} {r.step_id} {r.reason}: {r.detail}" for r in trace.repairs]
             ran = {s.step_id for s in trace.steps}
             graph = graph.model_copy(update={"steps": [s for s in graph.steps if s.id in ran]})

@@ -12,6 +12,7 @@ import json
 import random
 import re
 import shlex
+from collections.abc import Callable
 
 import jinja2
 
@@ -23,6 +24,7 @@ from schemas.trace import Observation, Repair, StepTrace, Trace
 from tasks.failures import StageFailure
 from tasks.normalize import normalize
 from tasks.realize import probe
+from tasks.repair_llm import RepairProposal, RepairRequest
 
 STEP_TIMEOUT_S = 20.0
 ANSWER_FILE = "answer.txt"
@@ -140,15 +142,21 @@ def _resolve(step: Step, tool: ToolSpec, candidate: Candidate, sandbox: Sandbox,
 TRUNCATABLE = ("binding", "degenerate")
 
 
+Repairer = Callable[[RepairRequest], RepairProposal | None]
+
+
 def _run_step(sandbox: Sandbox, eco: Ecosystem, candidate: Candidate, step: Step,
-              outputs: dict[str, object]) -> StepTrace:
+              outputs: dict[str, object], override: dict[str, str] | None = None) -> StepTrace:
     tool = eco.spec.tool(step.tool)
-    args = _resolve(step, tool, candidate, sandbox, eco, outputs)
+    args = {**_resolve(step, tool, candidate, sandbox, eco, outputs), **(override or {})}
     command = render_command(tool, args)
     result = sandbox.exec(["bash", "-c", command], timeout=tool.timeout_s)
     failure = _classify(result)
     if failure:
         failure.detail = f"{tool.name}: {failure.detail}"
+        failure.call = RepairRequest(
+            tool=tool.json_schema(), args=args, command=command, exit_code=result.exit_code,
+            stderr=result.stderr, stdout=result.stdout, category=failure.reason)
         raise failure
     output = _parse(tool, result, args)
     _check_not_degenerate(sandbox, tool, output)
@@ -169,8 +177,32 @@ def _replay(sandbox: Sandbox, initial: Snapshot, steps: list[StepTrace]) -> None
                                f"{st.step_id} {st.tool}: replay after repair differs")
 
 
+def _llm_rebind(sandbox: Sandbox, eco: Ecosystem, candidate: Candidate, step: Step,
+                outputs: dict[str, object], failure: StageFailure, repairer: Repairer,
+                redo: Callable[[], None]) -> tuple[StepTrace, Repair] | None:
+    """Ask the LLM repairer for a new value of one literal argument and re-run the step."""
+    call = getattr(failure, "call", None)
+    if call is None:
+        return None
+    rebindable = {name for name, b in step.bind.items() if b.kind != "step"}
+    proposal = repairer(call)
+    if proposal is None or proposal.action != "rebind" or proposal.param not in rebindable:
+        return None
+    redo()
+    try:
+        st = _run_step(sandbox, eco, candidate, step, outputs,
+                       {proposal.param: str(proposal.value)})
+    except StageFailure:
+        redo()
+        return None
+    return st, Repair(kind="llm_rebind", step_id=step.id, reason=failure.reason,
+                      detail=f"{proposal.param}={proposal.value}: {proposal.rationale}"[:300],
+                      dropped=[])
+
+
 def execute_graph(sandbox: Sandbox, eco: Ecosystem, candidate: Candidate,
-                  max_repairs: int = 2, initial: Snapshot | None = None) -> Trace:
+                  max_repairs: int = 2, initial: Snapshot | None = None,
+                  repairer: Repairer | None = None) -> Trace:
     """Run the candidate's graph step by step; the final read step's output is the answer.
 
     A ``binding`` or ``degenerate`` failure of a step after the first is repaired, up to
@@ -178,7 +210,9 @@ def execute_graph(sandbox: Sandbox, eco: Ecosystem, candidate: Candidate,
     when a write step already ran, what remains still ends in checkable state.  Steps
     that ran keep their arguments; when the failed step may have written something, the
     sandbox is restored to ``initial`` and the kept steps are replayed and must reproduce
-    their recorded output exactly.  Other failures raise :class:`StageFailure`.
+    their recorded output exactly.  With an LLM ``repairer``, a failed step is first offered
+    to it: a validated ``rebind`` of a literal argument re-runs only that step.  Other
+    failures raise :class:`StageFailure`.
     """
     outputs: dict[str, object] = {}
     steps: list[StepTrace] = []
@@ -192,6 +226,22 @@ def execute_graph(sandbox: Sandbox, eco: Ecosystem, candidate: Candidate,
         except StageFailure as failure:
             wrote = any(eco.spec.tool(s.tool).effect == "write" for s in steps)
             side_effects = eco.spec.tool(step.tool).effect == "write"
+
+            def redo(kept: list[StepTrace] = steps, dirty: bool = side_effects) -> None:
+                if dirty and initial is not None:
+                    _replay(sandbox, initial, kept)
+
+            fixed = None
+            if repairer is not None and len(repairs) < max_repairs \
+                    and failure.reason not in ("timeout", "resource"):
+                fixed = _llm_rebind(sandbox, eco, candidate, step, outputs, failure, repairer,
+                                    redo)
+            if fixed is not None:
+                st, repair = fixed
+                repairs.append(repair)
+                outputs[step.id] = st.output
+                steps.append(st)
+                continue
             if failure.reason not in TRUNCATABLE or not wrote or len(repairs) >= max_repairs \
                     or (side_effects and initial is None):
                 failure.detail = f"{step.id} {failure.detail}"
