@@ -113,6 +113,10 @@ class ToolSpec(_Strict):
     command: str = Field(min_length=1)
     effect: Effect
     intent: str = Field(min_length=1)
+    ambiguity_check: str | None = None
+    """Optional command (jinja2, like ``command``) run after a successful call; a non-zero
+    exit means the result depends on a choice the instruction cannot fix (e.g. a tie at
+    the cut-off of a top-N), and the candidate is rejected as ``ambiguous``."""
     timeout_s: float = Field(20.0, gt=0, le=600)
     """Wall-clock limit of one call; the whole process tree is killed past it."""
     related_inputs: bool = False

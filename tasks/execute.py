@@ -160,6 +160,12 @@ def _run_step(sandbox: Sandbox, eco: Ecosystem, candidate: Candidate, step: Step
         raise failure
     output = _parse(tool, result, args)
     _check_not_degenerate(sandbox, tool, output)
+    if tool.ambiguity_check:
+        check = sandbox.exec(["bash", "-c", _SHELL.from_string(tool.ambiguity_check)
+                              .render(**args).strip()], timeout=tool.timeout_s)
+        if check.exit_code != 0:
+            raise StageFailure("execute", "ambiguous",
+                               f"{tool.name}: {(check.stdout + check.stderr).strip()[-200:]}")
     return StepTrace(step_id=step.id, tool=tool.name, args=args, command=command,
                      observation=Observation(**result.model_dump()), output=output,
                      output_type=tool.returns.type)

@@ -21,8 +21,9 @@ ECO = ecosystem(FAULTS)
 
 def planted(tool: str) -> Candidate:
     spec = ECO.spec.tool(tool)
-    bind = {"path": Binding(kind="step", step="s1"),
-            "out": Binding(kind="literal", value=f"out/{tool}.txt")}
+    bind = {"path": Binding(kind="step", step="s1")}
+    if "out" in {p.name for p in spec.params}:
+        bind["out"] = Binding(kind="literal", value=f"out/{tool}.txt")
     for p in spec.params:
         if p.sample:
             bind[p.name] = Binding(kind="sample", facet=p.sample.facet, of=p.sample.of)
@@ -50,6 +51,7 @@ def backend(request):
     ("explode", "tool_error"),
     ("hang", "timeout"),
     ("coin_flip", "nondeterministic"),
+    ("most_common_word", "ambiguous"),
 ])
 def test_unrepairable_faults_are_classified(backend, tool, reason):
     outcome = build_candidate(planted(tool), FAULTS, backend, RUN_ID)
