@@ -98,6 +98,11 @@ def _parse(tool: ToolSpec, result: ExecResult, args: dict[str, str]) -> object:
 
 
 def _check_not_degenerate(sandbox: Sandbox, tool: ToolSpec, output: object) -> None:
+    """Reject empty or trivial outputs; a ``file.*`` output is read back and must hold lines
+    (a CSV a header and a row).  Other ``parser: file`` outputs (a branch, a table) name
+    entries the verifier checks and are not files to read."""
+    if tool.returns.parser == "file" and not type_satisfies(tool.returns.type, "file"):
+        return
     if tool.returns.parser == "file":
         lines = [ln for ln in sandbox.read_file(str(output)).decode(errors="replace").splitlines()
                  if ln.strip()]
@@ -264,9 +269,19 @@ def execute_graph(sandbox: Sandbox, eco: Ecosystem, candidate: Candidate,
         steps.append(st)
     answer = None
     if eco.spec.tool(steps[-1].tool).effect == "read":
-        out = steps[-1].output
-        answer = f"{out:.2f}" if isinstance(out, float) else str(out)
+        answer = answer_text(steps[-1].output)
     return Trace(steps=steps, answer=answer, repairs=repairs)
+
+
+def answer_text(output: object) -> str:
+    """How a read step's parsed output is written to the answer file."""
+    if isinstance(output, float):
+        return f"{output:.2f}"
+    if isinstance(output, list):
+        return "\n".join(str(item) for item in output)
+    if isinstance(output, dict):
+        return json.dumps(output, sort_keys=True)
+    return str(output)
 
 
 def solution_script(trace: Trace, answer_file: str = ANSWER_FILE) -> str:

@@ -38,7 +38,8 @@ CLOSERS = [
     "Only what is listed above may be created or changed.",
 ]
 ANSWER_FORMATS = {"int": "as a plain integer", "number": "as a plain number",
-                  "text": "exactly as stored, on one line"}
+                  "text": "exactly as stored, on one line", "lines": "one item per line",
+                  "json": "as JSON"}
 
 
 def render_instruction(eco: Ecosystem, candidate: Candidate, trace: Trace) -> str:

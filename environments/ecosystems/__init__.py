@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import random
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
@@ -80,7 +81,12 @@ def _import(folder: Path, module: str, spec_file: Path, what: str) -> ModuleType
                                                       path)
     assert mod_spec and mod_spec.loader
     module_obj = importlib.util.module_from_spec(mod_spec)
-    mod_spec.loader.exec_module(module_obj)
+    sys.modules[mod_spec.name] = module_obj  # dataclasses and pickling look modules up here
+    try:
+        mod_spec.loader.exec_module(module_obj)
+    except BaseException:
+        del sys.modules[mod_spec.name]
+        raise
     return module_obj
 
 
