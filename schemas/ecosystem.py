@@ -113,6 +113,9 @@ class ToolSpec(_Strict):
     command: str = Field(min_length=1)
     effect: Effect
     intent: str = Field(min_length=1)
+    creates: bool = False
+    """The entry named by ``returns.from_param`` is new (e.g. a sampled next id), so the
+    tool creates rather than changes in place, like a tool with a ``fresh`` output."""
     ambiguity_check: str | None = None
     """Optional command (jinja2, like ``command``) run after a successful call; a non-zero
     exit means the result depends on a choice the instruction cannot fix (e.g. a tie at

@@ -13,6 +13,7 @@ from pathlib import Path
 import jinja2
 
 from environments.ecosystems import Ecosystem
+from schemas.ecosystem import ToolSpec
 from schemas.graph import Candidate
 from schemas.trace import Trace
 
@@ -42,6 +43,12 @@ ANSWER_FORMATS = {"int": "as a plain integer", "number": "as a plain number",
                   "json": "as JSON"}
 
 
+def _changes_in_place(tool: ToolSpec) -> bool:
+    if tool.effect != "write" or tool.creates or not tool.returns.from_param:
+        return False
+    return tool.param(tool.returns.from_param).fresh is None
+
+
 def render_instruction(eco: Ecosystem, candidate: Candidate, trace: Trace) -> str:
     """The goal-style instruction for a validated trace."""
     rng = random.Random(f"instruction:{candidate.seed}")
@@ -56,8 +63,7 @@ def render_instruction(eco: Ecosystem, candidate: Candidate, trace: Trace) -> st
         elif st is trace.steps[-1]:
             fmt = ANSWER_FORMATS.get(tool.returns.parser, "on one line")
             items.append({"target": f"`{eco.spec.answer_file}`", "text": f"{phrase}, {fmt}"})
-    in_place = any(eco.spec.tool(st.tool).effect == "write" and not eco.spec.tool(st.tool).param(
-        eco.spec.tool(st.tool).returns.from_param or "").fresh for st in trace.steps[:-1])
+    in_place = any(_changes_in_place(eco.spec.tool(st.tool)) for st in trace.steps[:-1])
     return _TEMPLATES.get_template("instruction_goal.md.j2").render(
         context=eco.spec.context.strip(), opener=rng.choice(OPENERS),
         order=IN_ORDER if in_place else "", closer=rng.choice(CLOSERS),

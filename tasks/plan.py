@@ -67,7 +67,7 @@ def parse_depth_weights(text: str) -> dict[int, float]:
 
 def _in_place(tool: ToolSpec) -> bool:
     """A write that changes an existing thing rather than creating a fresh one."""
-    if tool.effect != "write" or not tool.returns.from_param:
+    if tool.effect != "write" or not tool.returns.from_param or tool.creates:
         return False
     return tool.param(tool.returns.from_param).fresh is None
 
@@ -102,12 +102,11 @@ class _Builder:
                     return False
             elif not self.choices(tool, p.name):
                 return False
-        if _in_place(tool):  # never change a state value another step reads
-            target = tool.returns.from_param
-            if target not in upstream and not [v for v in self.choices(tool, target or "")
-                                               if v not in self.read]:
-                return False
-        return True
+        target = tool.returns.from_param or ""
+        changes_state_value = _in_place(tool) and tool.param(target).typed
+        # never change a state value another step reads
+        return not (changes_state_value and target not in upstream
+                    and not [v for v in self.choices(tool, target) if v not in self.read])
 
     def add(self, tool: ToolSpec, upstream: dict[str, str]) -> str:
         step_id = f"s{len(self.steps) + 1}"
@@ -253,7 +252,12 @@ def _join_over(b: _Builder, depth_left: int, source: str | None, depth_first: in
 
 
 def _fan_in(b: _Builder, depth: int) -> bool:
-    return depth >= 2 and _join_over(b, 0, None, depth - 2)
+    """Two independent branches joined; the depth beyond 2 is split at random between the
+    first branch and a tail after the join."""
+    if depth < 2:
+        return False
+    branch = b.rng.randint(0, depth - 2)
+    return _join_over(b, depth - 2 - branch, None, branch)
 
 
 def _diamond(b: _Builder, depth: int) -> bool:

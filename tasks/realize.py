@@ -29,13 +29,14 @@ def realize(sandbox: Sandbox, eco: Ecosystem, seed: int) -> tuple[dict[str, byte
                                                          f"{done.stderr.strip()[-300:]}")
     if spec.service:
         svc = spec.service
-        start = (f"setsid nohup bash -c {shlex.quote(svc.start)} >/tmp/service.log 2>&1 "
-                 "</dev/null & disown")
+        # Start and wait in one exec: the sandbox kills what an exec leaves in its process
+        # group when it returns, so the server must have left the group (setsid) by then.
         polls = max(1, int(svc.ready_timeout_s / 0.1))
-        wait = (f"for _ in $(seq {polls}); do ({svc.ready}) >/dev/null 2>&1 && exit 0; "
-                "sleep 0.1; done; cat /tmp/service.log >&2; exit 1")
-        sandbox.exec(["bash", "-c", start], timeout=10)
-        ready = sandbox.exec(["bash", "-c", wait], timeout=svc.ready_timeout_s + 5)
+        start_and_wait = (
+            f"setsid nohup bash -c {shlex.quote(svc.start)} >/tmp/service.log 2>&1 </dev/null &"
+            f" for _ in $(seq {polls}); do ({svc.ready}) >/dev/null 2>&1 && exit 0; "
+            "sleep 0.1; done; cat /tmp/service.log >&2; exit 1")
+        ready = sandbox.exec(["bash", "-c", start_and_wait], timeout=svc.ready_timeout_s + 5)
         if ready.exit_code != 0:
             raise StageFailure("realize", "environment",
                                f"service did not become ready: {ready.stderr.strip()[-300:]}")
