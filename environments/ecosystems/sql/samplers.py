@@ -144,12 +144,13 @@ def filter_column(content: dict, rng: random.Random, table: str = "", column: st
 
 def filter_value(content: dict, rng: random.Random, table: str = "", column: str = "",
                  where_column: str = "", **_: str) -> str:
-    """A stored value of the column that matches some rows of ``table`` but not all."""
+    """A stored value of the column that matches some rows of ``table`` but not all: three
+    or more when such a value exists (so later steps still have rows to work on)."""
     column = where_column or column
     rows = _rows(content, table)
     counts = Counter(r.get(column) for r in rows)
-    good = [v for v, n in counts.items() if v is not None and 2 <= n < len(rows)]
-    good = good or [v for v, n in counts.items() if v is not None and n < len(rows)]
+    fit = [v for v, n in counts.items() if v is not None and n < len(rows)]
+    good = ([v for v in fit if counts[v] >= 3] or [v for v in fit if counts[v] >= 2] or fit)
     return _choose(rng, good, f"selective value in {table}.{column}")
 
 
