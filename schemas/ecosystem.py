@@ -215,7 +215,8 @@ class EcosystemSpec(_Strict):
     version: str = "1"
     seed: CodeRef
     samplers: CodeRef | None = None
-    probe: str = Field(pattern=r"^[A-Za-z0-9_]+\.py$", description="stdlib probe script")
+    probe: str = Field(pattern=r"^([A-Za-z0-9_]+\.py|@[a-z][a-z0-9_-]*)$",
+                       description="stdlib probe script, or @<built-in> to reuse its probe")
     probe_sections: dict[str, ProbeSection] = Field(default_factory=dict)
     setup: str | None = None
     """Shell command run once in the workdir after the seed files are written."""

@@ -69,6 +69,16 @@ class Ecosystem:
         return self.samplers[facet](content, rng, **context)
 
 
+def _probe_path(folder: Path, probe: str) -> Path:
+    """``probe.py`` in the folder, or ``@files``: the probe of built-in ecosystem ``files``."""
+    if not probe.startswith("@"):
+        return folder / probe
+    spec_file = BUILTIN_DIR / probe[1:] / SPEC_FILE
+    if not spec_file.is_file():
+        return spec_file.with_name("no-such-probe")
+    return spec_file.parent / str(yaml.safe_load(spec_file.read_text()).get("probe", ""))
+
+
 def builtin_names() -> list[str]:
     return sorted(p.parent.name for p in BUILTIN_DIR.glob(f"*/{SPEC_FILE}"))
 
@@ -148,9 +158,10 @@ def load_ecosystem(name_or_path: str) -> Ecosystem:
             if p.sample and p.sample.facet not in samplers:
                 raise EcosystemError(f"{spec_file}: field 'tools.{tool.name}.params.{p.name}."
                                      f"sample.facet': no sampler named {p.sample.facet!r}")
-    probe_path = folder / spec.probe
+    probe_path = _probe_path(folder, spec.probe)
     if not probe_path.is_file():
-        raise EcosystemError(f"{spec_file}: field 'probe': file {spec.probe!r} does not exist")
+        raise EcosystemError(f"{spec_file}: field 'probe': {spec.probe!r} names no probe script "
+                             f"(a .py file in the folder, or @ plus a built-in ecosystem)")
     probe_source = probe_path.read_text()
     digest = hashlib.sha256()
     for f in sorted(folder.glob("*")):

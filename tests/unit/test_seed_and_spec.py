@@ -59,3 +59,13 @@ def test_malformed_spec_names_file_and_field(eco_copy, old, new, field):
 def test_unknown_ecosystem_lists_the_choices():
     with pytest.raises(EcosystemError, match="unknown ecosystem 'nope'.*files"):
         load_ecosystem("nope")
+
+
+def test_a_folder_may_reuse_a_builtin_probe(eco_copy):
+    (eco_copy / "probe.py").unlink()
+    spec = eco_copy / "ecosystem.yaml"
+    spec.write_text(spec.read_text().replace("probe: probe.py", 'probe: "@files"', 1))
+    assert load_ecosystem(str(eco_copy)).probe_source == FILES.probe_source
+    spec.write_text(spec.read_text().replace('"@files"', '"@nosuch"', 1))
+    with pytest.raises(EcosystemError, match="field 'probe'.*names no probe script"):
+        load_ecosystem(str(eco_copy))
