@@ -52,18 +52,34 @@ def _ecosystem(ref: str):
         raise UsageError(str(exc)) from None
 
 
+def _ecosystem_refs(args: argparse.Namespace) -> list[str]:
+    """The ``--ecosystem`` values (repeatable, comma-separated), or every built-in."""
+    from environments.ecosystems import builtin_names
+
+    if not args.ecosystem:
+        return builtin_names()
+    refs = [r.strip() for value in args.ecosystem for r in value.split(",") if r.strip()]
+    if len(set(refs)) != len(refs):
+        raise UsageError(f"--ecosystem names one ecosystem twice: {', '.join(refs)}")
+    return refs
+
+
 def _settings(args: argparse.Namespace):
     from flows.settings import RunSettings
     from tasks.publish import check_writable
 
-    _ecosystem(args.ecosystem)
+    refs = _ecosystem_refs(args)
+    names = [_ecosystem(ref).name for ref in refs]
+    if len(set(names)) != len(names):
+        raise UsageError(f"two ecosystems share a name ({', '.join(names)}); rename one in its "
+                         "ecosystem.yaml")
     try:
         check_writable(args.data)
     except OSError as exc:
         raise UsageError(f"cannot write the dataset to --data {args.data}: "
                          f"{exc.strerror or exc}; choose a writable folder") from None
     return RunSettings(tasks=args.tasks, seed=args.seed, data=args.data, backend=args.backend,
-                       ecosystem=args.ecosystem, workers=args.workers,
+                       ecosystems=refs, workers=args.workers,
                        depth_weights=_depth_weights(args),
                        max_repairs=0 if args.no_repair else args.max_repairs)
 
@@ -96,11 +112,12 @@ def cmd_run(args: argparse.Namespace) -> int:
               "(weaker isolation)", file=sys.stderr)
         backend = "local"
     backend = "docker" if backend == "auto" else backend
-    settings = settings.model_copy(update={"backend": backend})
-    needs = _ecosystem(settings.ecosystem).spec.backends
-    if backend not in needs:
-        raise UsageError(f"ecosystem {settings.ecosystem!r} needs the {' or '.join(needs)} "
-                         f"backend; {backend} was chosen (is a Docker daemon running?)")
+    def left_out(message: str) -> None:
+        if args.ecosystem:  # named explicitly: each one must run here
+            raise UsageError(f"{message} (is a Docker daemon running?)")
+        print(f"warning: {message}", file=sys.stderr)
+
+    settings = settings.runnable_on(backend, left_out)
     _quiet_prefect()
     if not os.environ.get("PREFECT_API_URL"):
         print("prefect: no PREFECT_API_URL set, starting a temporary local API server "
@@ -121,10 +138,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"run {summary.run_id}: {summary.accepted}/{summary.candidates} candidates accepted "
           f"on the {summary.backend} backend in {summary.seconds:.1f} s "
           f"({summary.accepted_without_repair} without repair)")
+    for name, y in summary.ecosystems.items():
+        bare = y.accepted_without_repair
+        print(f"  {name:<12} {y.accepted:>5}/{y.candidates:<5} accepted "
+              f"{_share(y.accepted, y.candidates):>7}   without repair "
+              f"{bare:>5} {_share(bare, y.candidates):>7}")
     print(f"rejected: {rejected}")
     print(f"dataset: {settings.data}/ (tables: tasks, trajectories, attempts)")
     print(f'try: taskfactory query "{EXAMPLE_QUERY}" --data {settings.data}')
     return 0
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
 
 
 def cmd_query(args: argparse.Namespace) -> int:
@@ -173,7 +199,9 @@ def _run_options(p: argparse.ArgumentParser, default_tasks: int) -> None:
     p.add_argument("--seed", type=int, default=0, help="run seed (default %(default)s)")
     p.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
     p.add_argument("--backend", choices=["auto", "docker", "local"], default="auto")
-    p.add_argument("--ecosystem", default="files", help="built-in name or folder")
+    p.add_argument("--ecosystem", action="append", metavar="NAME|DIR",
+                   help="built-in name or folder; repeat or comma-separate for several "
+                        "(default: every built-in)")
     p.add_argument("--workers", type=_positive, default=4, help="candidates in flight")
     p.add_argument("--depth-weights", metavar="D:W,...",
                    help="relative weight per workflow depth 1..8 (default 1:1,2:2,3:3,4:3,"

@@ -7,6 +7,7 @@ Wiring only — what runs, in what order, with what concurrency.  The stages liv
 from __future__ import annotations
 
 import collections
+import itertools
 import logging
 import time
 
@@ -24,8 +25,17 @@ from flows.candidate import Outcome, backend_for, build_candidate, ecosystem, en
 from flows.provenance import new_run_id
 from flows.providers import close_run, provider_for
 from flows.settings import RunSettings
+from schemas.graph import Candidate
 from tasks.plan import plan_candidates
 from tasks.publish import ShardWriter
+
+
+class EcosystemYield(BaseModel):
+    candidates: int = 0
+    accepted: int = 0
+    accepted_without_repair: int = 0
+    """Accepted with no repair applied: the yield the same candidates have with repair off."""
+    rejected: dict[str, int] = {}
 
 
 class RunSummary(BaseModel):
@@ -34,8 +44,8 @@ class RunSummary(BaseModel):
     candidates: int
     accepted: int
     accepted_without_repair: int
-    """Accepted with no repair applied: the yield the same candidates have with repair off."""
     rejected: dict[str, int]
+    ecosystems: dict[str, EcosystemYield]
     duplicates_replanned: int
     seconds: float
     write_s: float
@@ -49,6 +59,30 @@ candidate_task = task(
     retry_condition_fn=lambda _task, _run, state: isinstance(
         state.result(raise_on_failure=False), SandboxError),
 )
+
+
+def plan_run(settings: RunSettings) -> tuple[list[Candidate], int]:
+    """Every ecosystem's share of the candidates, interleaved so that all ecosystems are in
+    flight together; indices are unique within the run.  Returns them and the number of
+    duplicate fingerprints re-planned."""
+    planned, replanned = [], 0
+    for position, ref in enumerate(settings.ecosystems):
+        cands, stats = plan_candidates(ecosystem(ref), settings.share(position), settings.seed,
+                                       settings.depth_weights)
+        planned.append(cands)
+        replanned += stats.duplicates_replanned
+    order = [c for group in itertools.zip_longest(*planned) for c in group if c is not None]
+    return [c.model_copy(update={"index": i}) for i, c in enumerate(order)], replanned
+
+
+def _count(y: EcosystemYield, outcome: Outcome) -> None:
+    y.candidates += 1
+    if outcome.task:
+        y.accepted += 1
+        y.accepted_without_repair += not outcome.attempt.repairs
+    else:
+        key = f"{outcome.attempt.stage}/{outcome.attempt.reason}"
+        y.rejected[key] = y.rejected.get(key, 0) + 1
 
 
 def _write(writer: ShardWriter, outcome: Outcome) -> None:
@@ -65,53 +99,61 @@ def factory(settings: RunSettings, run_id: str | None = None) -> RunSummary:
     logger = get_run_logger()
     t0 = time.perf_counter()
     run_id = run_id or new_run_id()
-    eco = ecosystem(settings.ecosystem)
-    backend = backend_for(eco, resolve_backend(settings.backend))
-    provider = provider_for(backend, run_id)
-    reaped = provider.reap(None)
+    base = resolve_backend(settings.backend)
+    settings = settings.runnable_on(base.type, logger.warning)
+    refs = {ecosystem(ref).name: ref for ref in settings.ecosystems}
+    if len(refs) != len(settings.ecosystems):
+        raise ValueError(f"two of the ecosystems {settings.ecosystems} share a name")
+    backends = {name: backend_for(ecosystem(ref), base) for name, ref in refs.items()}
+    reaped = provider_for(next(iter(backends.values())), run_id).reap(None)  # one engine
     if reaped:
         logger.warning("reaped %d orphaned sandboxes from dead runs", reaped)
-    candidates, stats = plan_candidates(eco, settings.tasks, settings.seed,
-                                        settings.depth_weights)
+    candidates, replanned = plan_run(settings)
     logger.info("run %s: %d candidates of %s on the %s backend, flow run %s", run_id,
-                len(candidates), eco.name, backend.type, flow_run.get_id())
+                len(candidates), ", ".join(refs), base.type, flow_run.get_id())
     writer = ShardWriter(settings.data, run_id)
     accepted: list[str] = []
-    unrepaired = 0
-    rejected: collections.Counter[str] = collections.Counter()
+    yields = {name: EcosystemYield() for name in refs}
     write_s = 0.0
     try:
-        futures = {candidate_task.submit(c, settings.ecosystem, backend, run_id,
+        futures = {candidate_task.submit(c, refs[c.ecosystem], backends[c.ecosystem], run_id,
                                          max_repairs=settings.max_repairs): c
                    for c in candidates}
         for fut in as_completed(list(futures)):
             outcome = fut.result(raise_on_failure=False)
+            c = futures[fut]
             if isinstance(outcome, BaseException):
-                outcome = engine_failure(futures[fut], eco.name, backend.type, run_id, outcome)
+                outcome = engine_failure(c, c.ecosystem, base.type, run_id, outcome)
             t_write = time.perf_counter()
             _write(writer, outcome)
             write_s += time.perf_counter() - t_write
+            _count(yields[c.ecosystem], outcome)
             if outcome.task:
                 accepted.append(outcome.task.task_id)
-                unrepaired += not outcome.attempt.repairs
-            else:
-                rejected[f"{outcome.attempt.stage}/{outcome.attempt.reason}"] += 1
         t_write = time.perf_counter()
         writer.close()
         write_s += time.perf_counter() - t_write
     finally:
         close_run(run_id)
+    rejected: collections.Counter[str] = collections.Counter()
+    for y in yields.values():
+        rejected.update(y.rejected)
     summary = RunSummary(
-        run_id=run_id, backend=backend.type, candidates=len(candidates), accepted=len(accepted),
-        accepted_without_repair=unrepaired,
-        rejected=dict(rejected), duplicates_replanned=stats.duplicates_replanned,
+        run_id=run_id, backend=base.type, candidates=len(candidates), accepted=len(accepted),
+        accepted_without_repair=sum(y.accepted_without_repair for y in yields.values()),
+        rejected=dict(rejected), ecosystems=yields, duplicates_replanned=replanned,
         seconds=round(time.perf_counter() - t0, 2), write_s=round(write_s, 3),
         data=str(settings.data),
         task_ids=sorted(accepted))
     create_table_artifact(
         key="taskfactory-run-summary", description=f"taskfactory run {run_id}",
         table=[{"metric": k, "value": str(v)} for k, v in summary.model_dump().items()
-               if k != "task_ids"])
+               if k not in ("task_ids", "ecosystems")])
+    create_table_artifact(
+        key="taskfactory-run-yield", description=f"yield per ecosystem, run {run_id}",
+        table=[{"ecosystem": name, **y.model_dump(exclude={"rejected"}),
+                "rejected": ", ".join(f"{k}={v}" for k, v in sorted(y.rejected.items()))}
+               for name, y in yields.items()])
     return summary
 
 

@@ -1,0 +1,35 @@
+"""Run settings: candidates split between ecosystems, and ecosystems a backend cannot run."""
+
+import pytest
+from pydantic import ValidationError
+
+from flows.settings import RunSettings
+
+
+def test_default_is_every_builtin_and_shares_add_up():
+    s = RunSettings(tasks=10)
+    assert s.ecosystems == ["files", "git", "service", "sql"]
+    assert [s.share(i) for i in range(4)] == [3, 3, 2, 2]
+
+
+def test_an_ecosystem_named_twice_is_refused():
+    with pytest.raises(ValidationError, match="named twice"):
+        RunSettings(ecosystems=["files", "files"])
+
+
+def test_docker_only_ecosystems_are_left_out_on_local_with_a_warning():
+    warnings: list[str] = []
+    local = RunSettings(tasks=9).runnable_on("local", warnings.append)
+    assert local.ecosystems == ["files", "git", "sql"] and local.backend == "local"
+    assert warnings == ["ecosystem service needs the docker backend; left out on local"]
+    with pytest.raises(ValueError, match="none of the ecosystems"):
+        RunSettings(ecosystems=["service"]).runnable_on("local", warnings.append)
+
+
+def test_plan_run_interleaves_ecosystems_with_unique_indices():
+    from flows.factory import plan_run
+
+    candidates, _ = plan_run(RunSettings(tasks=7, ecosystems=["files", "sql", "git"]))
+    assert [c.ecosystem for c in candidates] == ["files", "sql", "git"] * 2 + ["files"]
+    assert [c.index for c in candidates] == list(range(7))
+    assert len({c.candidate_id for c in candidates}) == 7
