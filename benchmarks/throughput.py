@@ -36,10 +36,11 @@ def one_run(tasks: int, seed: int, backend: str, workers: int) -> dict[str, floa
                                           backend=backend, workers=workers))
         wall = time.perf_counter() - t0
         sums = ", ".join(f"sum({p})" for p in PHASES)
-        _, rows = run_query(Path(tmp), f"select {sums}, count(*) from attempts")
+        _, rows = run_query(Path(tmp), f"select {sums}, sum(sandboxes) from attempts")
     phase = dict(zip(PHASES, rows[0][:4], strict=True))
     return {"wall_s": wall, "accepted": summary.accepted, "candidates": summary.candidates,
-            "per_min": summary.accepted / wall * 60, "write_s": summary.write_s, **phase}
+            "per_min": summary.accepted / wall * 60, "write_s": summary.write_s,
+            "sandboxes": rows[0][4], **phase}
 
 
 def main() -> None:
@@ -64,9 +65,13 @@ def main() -> None:
     print("time split (candidate-seconds summed over concurrent workers, median run):")
     for p in [*PHASES, "write_s"]:
         label = {"sandbox_s": "sandbox start + seed", "execute_s": "execution + probes",
-                 "gate_s": "gate", "render_s": "rendering", "write_s": "writing shards"}[p]
+                 "gate_s": "gate (fresh sandbox)", "render_s": "rendering",
+                 "write_s": "writing shards"}[p]
         print(f"  {label:<22} {med[p]:7.2f} s  {100 * med[p] / total:5.1f}%  "
               f"{1000 * med[p] / med['candidates']:6.0f} ms/candidate")
+    print(f"gate per accepted task: {med['gate_s'] / max(1, med['accepted']):.2f} s; "
+          f"sandboxes per candidate: {med['sandboxes'] / med['candidates']:.2f} "
+          f"(execution + the gate's fresh one, + rebuilds for added packages)")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,10 @@ from environments.ecosystems import Ecosystem
 from environments.sandbox import SandboxUnavailableError
 
 _build_lock = threading.Lock()
+_built: dict[tuple, DockerConfig] = {}
+"""(ecosystem, digest, base config, packages) -> the config of its image, once known."""
+_failed: dict[str, str] = {}
+"""Tags whose build failed in this process, and why: not retried (a build costs seconds)."""
 
 
 def dockerfile(base: str, eco_name: str, packages: list[str], support: list[str]) -> str:
@@ -44,36 +48,65 @@ def _context(text: str, files: dict[str, bytes]) -> io.BytesIO:
     return buf
 
 
-def ecosystem_image(eco: Ecosystem, config: DockerConfig) -> DockerConfig:
-    """The docker config with ``image`` set to the ecosystem's image (built if missing)."""
+def ecosystem_image(eco: Ecosystem, config: DockerConfig,
+                    extra_packages: tuple[str, ...] = ()) -> DockerConfig:
+    """The docker config with ``image`` set to the ecosystem's image (built if missing),
+    with ``extra_packages`` installed on top of the ecosystem's own.
+
+    Raises SandboxUnavailableError when the base image is missing or the build fails (for
+    instance, a package the Debian archive does not have)."""
     spec = eco.spec.image
-    if not spec.packages and not spec.support:
+    packages = sorted({*spec.packages, *extra_packages})
+    if not packages and not spec.support:
         return config
+    key = (str(eco.folder), eco.digest, config.model_dump_json(), tuple(packages))
+    with _build_lock:
+        if key in _built:
+            return _built[key]
+    _built[key] = _image(eco, config, packages)
+    return _built[key]
+
+
+def _image(eco: Ecosystem, config: DockerConfig, packages: list[str]) -> DockerConfig:
     import docker
-    import docker.errors
 
     client = docker.from_env(timeout=600)
     try:
-        base_id = client.images.get(config.image).id
+        return config.model_copy(update={"image": _build(client, eco, config.image, packages)})
+    finally:
+        client.close()
+
+
+def _build(client, eco: Ecosystem, base: str, packages: list[str]) -> str:  # noqa: ANN001
+    """The tag of the ecosystem's image on ``base`` with ``packages``, built if missing."""
+    import docker.errors
+
+    spec = eco.spec.image
+    try:
+        base_id = client.images.get(base).id
     except docker.errors.ImageNotFound as exc:
-        raise SandboxUnavailableError(f"base image {config.image} is missing; build it with "
+        raise SandboxUnavailableError(f"base image {base} is missing; build it with "
                                       "`make image`") from exc
     support = {f"support/{name}": (eco.folder / name).read_bytes() for name in spec.support}
-    text = dockerfile(config.image, eco.name, spec.packages, spec.support)
+    text = dockerfile(base, eco.name, packages, spec.support)
     digest = hashlib.sha256(base_id.encode() + text.encode())
     for name in sorted(support):
         digest.update(name.encode() + b"\0" + support[name])
     tag = f"taskfactory/eco-{eco.name}:{digest.hexdigest()[:12]}"
     with _build_lock:
+        if tag in _failed:
+            raise SandboxUnavailableError(f"cannot build the image of ecosystem {eco.name!r}: "
+                                          f"{_failed[tag]} (an earlier build failed)")
         try:
             client.images.get(tag)
         except docker.errors.ImageNotFound:
             try:
                 client.images.build(fileobj=_context(text, support), custom_context=True,
                                     tag=tag, rm=True, forcerm=True, pull=False,
-                                    network_mode="default" if spec.packages else "none",
+                                    network_mode="default" if packages else "none",
                                     labels={"taskfactory.image": "ecosystem"})
             except docker.errors.BuildError as exc:
+                _failed[tag] = str(exc)[:300]
                 raise SandboxUnavailableError(f"cannot build the image of ecosystem "
                                               f"{eco.name!r}: {exc}") from exc
-    return config.model_copy(update={"image": tag})
+    return tag

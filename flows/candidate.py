@@ -10,22 +10,26 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
 
 from environments.config import DockerConfig, LocalConfig
 from environments.ecosystems import Ecosystem, load_ecosystem
-from environments.sandbox import SandboxProvider, SandboxUnavailableError
+from environments.sandbox import Sandbox, SandboxUnavailableError
 from flows.provenance import generator_version
 from flows.providers import provider_for
 from schemas.graph import Candidate, WorkflowGraph
 from schemas.records import AttemptRow, TaskRow, TrajectoryRow
-from tasks.execute import Repairer, execute_graph, solution_script
+from schemas.trace import EnvAdditions
+from tasks.commands import solution_script
+from tasks.execute import execute_graph
 from tasks.failures import StageFailure
 from tasks.instruct import render_instruction
 from tasks.llm import LLMClient, LLMConfig
-from tasks.realize import probe, realize
+from tasks.realize import LiveEnvironment, probe
+from tasks.repair import Repairer
 from tasks.repair_llm import propose_repair
 from tasks.trajectories import render_trajectory
 from tasks.validate import run_gate
@@ -56,22 +60,29 @@ def ecosystem(name_or_path: str) -> Ecosystem:
     return load_ecosystem(name_or_path)
 
 
-def backend_for(eco: Ecosystem, backend: BackendConfig) -> BackendConfig:
-    """The backend config for ``eco``: its own image on docker; refuses unsupported backends."""
+def backend_for(eco: Ecosystem, backend: BackendConfig,
+                packages: tuple[str, ...] = ()) -> BackendConfig:
+    """The backend config for ``eco`` (its own image on docker, with ``packages`` added);
+    SandboxUnavailableError for a backend the ecosystem does not support, or packages on
+    the local backend."""
     if backend.type not in eco.spec.backends:
         raise SandboxUnavailableError(
             f"ecosystem {eco.name!r} needs the {' or '.join(eco.spec.backends)} backend, "
             f"not {backend.type}")
     if isinstance(backend, DockerConfig):
         from environments.images import ecosystem_image
-        return ecosystem_image(eco, backend)
+        return ecosystem_image(eco, backend, packages)
+    if packages:
+        raise SandboxUnavailableError("the local backend cannot install packages")
     return backend
 
 
-def env_digest(files: dict[str, bytes]) -> str:
+def env_digest(files: dict[str, bytes], additions: EnvAdditions) -> str:
     h = hashlib.sha256()
     for path in sorted(files):
         h.update(path.encode() + b"\0" + hashlib.sha256(files[path]).digest())
+    if additions:
+        h.update(additions.model_dump_json().encode())
     return h.hexdigest()[:20]
 
 
@@ -82,14 +93,30 @@ def task_id_for(eco: Ecosystem, digest: str, graph: WorkflowGraph, instruction: 
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
+class _Opener:
+    """Opens the candidate's sandboxes (its ecosystem's image plus any packages) and counts
+    them."""
+
+    def __init__(self, eco: Ecosystem, backend: BackendConfig, run_id: str,
+                 labels: dict[str, str]) -> None:
+        self.eco, self.backend, self.run_id, self.labels = eco, backend, run_id, labels
+        self.opened = 0
+
+    def __call__(self, packages: tuple[str, ...]) -> AbstractContextManager[Sandbox]:
+        config = backend_for(self.eco, self.backend, packages)
+        self.opened += 1
+        return provider_for(config, self.run_id).sandbox(labels=self.labels)
+
+
 def build_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendConfig,
-                    run_id: str, provider: SandboxProvider | None = None,
-                    max_repairs: int = 2) -> Outcome:
+                    run_id: str, max_repairs: int = 2) -> Outcome:
     """Run one candidate through every stage and return its attempt (and task, if accepted).
 
-    ``max_repairs=0`` turns targeted repair off (for yield comparisons)."""
+    ``backend`` is the base config (the ecosystem's image is derived from it).  Execution
+    runs in one sandbox; the gate in a second, fresh one.  ``max_repairs=0`` turns
+    targeted repair off (for yield comparisons)."""
     eco = ecosystem(ecosystem_ref)
-    provider = provider or provider_for(backend, run_id)
+    opener = _Opener(eco, backend, run_id, {"taskfactory.candidate": candidate.candidate_id})
     times = {"sandbox_s": 0.0, "execute_s": 0.0, "gate_s": 0.0, "render_s": 0.0}
     t_start = time.perf_counter()
     stage, task, trajectories, repairs = "sandbox", None, [], []
@@ -103,28 +130,26 @@ def build_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendCo
 
     try:
         t = time.perf_counter()
-        with provider.sandbox(labels={"taskfactory.candidate": candidate.candidate_id}) as sb:
-            files, initial = realize(sb, eco, candidate.seed)
+        with LiveEnvironment(eco, candidate.seed, opener) as env:
             t = lap("sandbox_s", t)
             stage = "execute"
-            before = probe(sb, eco)
-            trace = execute_graph(sb, eco, candidate, max_repairs, initial, llm_repairer())
+            trace, graph = execute_graph(env, eco, candidate, max_repairs, llm_repairer())
             repairs = [f"{r.kind} {r.step_id} {r.reason}: {r.detail}" for r in trace.repairs]
-            ran = {s.step_id for s in trace.steps}
-            graph = graph.model_copy(update={"steps": [s for s in graph.steps if s.id in ran]})
-            after = probe(sb, eco)
+            before, after, files = env.before, probe(env.sandbox, eco), env.files
             t = lap("execute_s", t)
-            stage = "verify"
-            checks = derive_checks(eco, trace, before, after)
-            verifier_py = render_verifier(checks, eco.probe_source, task_ref=candidate.candidate_id)
-            solution_sh = solution_script(trace, eco.spec.answer_file)
-            instruction = render_instruction(eco, candidate, trace)
-            t = lap("render_s", t)
-            stage = "validate"
-            gate = run_gate(sb, initial, solution_sh, verifier_py, eco, after)
-            t = lap("gate_s", t)
+        stage = "verify"
+        checks = derive_checks(eco, trace, before, after)
+        verifier_py = render_verifier(checks, eco.probe_source, task_ref=candidate.candidate_id)
+        solution_sh = solution_script(trace, eco.spec.answer_file)
+        instruction = render_instruction(eco, candidate, trace)
+        t = lap("render_s", t)
+        stage = "validate"
+        with LiveEnvironment(eco, candidate.seed, opener, trace.environment) as fresh:
+            gate = run_gate(fresh, eco, trace, checks, instruction, solution_sh, verifier_py,
+                            before, after)
+        t = lap("gate_s", t)
         stage = "render"
-        digest = env_digest(files)
+        digest = env_digest(files, trace.environment)
         task_id = task_id_for(eco, digest, graph, instruction, verifier_py, solution_sh)
         now = datetime.now(UTC)
         task = TaskRow(
@@ -147,8 +172,8 @@ def build_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendCo
         ecosystem=eco.name, seed=candidate.seed, shape=graph.shape, depth=graph.depth,
         fingerprint=graph.fingerprint(), status=status, stage=stage, reason=reason,
         detail=detail[:500], task_id=task.task_id if task else None, backend=backend.type,
-        repairs=repairs, total_s=time.perf_counter() - t_start, created_at=datetime.now(UTC),
-        **times)
+        repairs=repairs, sandboxes=opener.opened, total_s=time.perf_counter() - t_start,
+        created_at=datetime.now(UTC), **times)
     return Outcome(attempt=attempt, task=task, trajectories=trajectories)
 
 
@@ -161,5 +186,6 @@ def engine_failure(candidate: Candidate, eco_name: str, backend_type: str, run_i
         ecosystem=eco_name, seed=candidate.seed, shape=graph.shape, depth=graph.depth,
         fingerprint=graph.fingerprint(), status="rejected", stage="sandbox", reason="sandbox",
         detail=f"{type(exc).__name__}: {exc}"[:500], task_id=None, backend=backend_type,
-        repairs=[], sandbox_s=0.0, execute_s=0.0, gate_s=0.0, render_s=0.0, total_s=0.0,
+        repairs=[], sandboxes=0, sandbox_s=0.0, execute_s=0.0, gate_s=0.0, render_s=0.0,
+        total_s=0.0,
         created_at=datetime.now(UTC)))

@@ -104,8 +104,9 @@ def factory(settings: RunSettings, run_id: str | None = None) -> RunSummary:
     refs = {ecosystem(ref).name: ref for ref in settings.ecosystems}
     if len(refs) != len(settings.ecosystems):
         raise ValueError(f"two of the ecosystems {settings.ecosystems} share a name")
-    backends = {name: backend_for(ecosystem(ref), base) for name, ref in refs.items()}
-    reaped = provider_for(next(iter(backends.values())), run_id).reap(None)  # one engine
+    for ref in refs.values():  # refuse what cannot run here; build images once, up front
+        backend_for(ecosystem(ref), base)
+    reaped = provider_for(base, run_id).reap(None)  # one engine for every image
     if reaped:
         logger.warning("reaped %d orphaned sandboxes from dead runs", reaped)
     candidates, replanned = plan_run(settings)
@@ -116,7 +117,7 @@ def factory(settings: RunSettings, run_id: str | None = None) -> RunSummary:
     yields = {name: EcosystemYield() for name in refs}
     write_s = 0.0
     try:
-        futures = {candidate_task.submit(c, refs[c.ecosystem], backends[c.ecosystem], run_id,
+        futures = {candidate_task.submit(c, refs[c.ecosystem], base, run_id,
                                          max_repairs=settings.max_repairs): c
                    for c in candidates}
         for fut in as_completed(list(futures)):

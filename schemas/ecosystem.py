@@ -177,6 +177,10 @@ class ImageSpec(_Strict):
 
     packages: list[str] = Field(default_factory=list)
     support: list[str] = Field(default_factory=list)
+    provides: dict[str, str] = Field(default_factory=dict)
+    """Command -> Debian package, for commands a tool may call that the image lacks; the
+    environment repair installs it on demand.  An unlisted missing command is tried as a
+    package of the same name (``jq``, ``bc``, ``tree``...)."""
 
 
 class ServiceSpec(_Strict):
@@ -197,6 +201,9 @@ class ProbeSection(_Strict):
 
     compare: Compare = "exact"
     strict: bool = True
+    checked: bool = True
+    """False for derived state that other sections already pin (git commits, whose content
+    ids the branch and tag entries carry): its changes get no checks of their own."""
 
 
 class StateType(_Strict):
@@ -215,6 +222,10 @@ class EcosystemSpec(_Strict):
     version: str = "1"
     seed: CodeRef
     samplers: CodeRef | None = None
+    shortcuts: str | None = Field(None, pattern=r"^[A-Za-z0-9_]+\.py$")
+    """Module with ``empty(key, expected)`` and ``fill(key, expected, literals)``: shell
+    commands that fake an output of a non-file probe section, for the gate's shortcut
+    controls (see tasks/shortcuts.py)."""
     probe: str = Field(pattern=r"^([A-Za-z0-9_]+\.py|@[a-z][a-z0-9_-]*)$",
                        description="stdlib probe script, or @<built-in> to reuse its probe")
     probe_sections: dict[str, ProbeSection] = Field(default_factory=dict)

@@ -19,7 +19,7 @@ class Binding(BaseModel):
     - ``literal``: ``value`` verbatim (e.g. an output path chosen by the planner);
     - ``sample``: drawn at execution time by sampler ``facet`` from the file bound to
       param ``of``, or from the probed state when ``of`` is unset (deterministic in the
-      candidate seed).
+      candidate seed and ``draw``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -29,6 +29,8 @@ class Binding(BaseModel):
     step: str | None = None
     facet: str | None = None
     of: str | None = None
+    draw: int = 0
+    """For ``sample``: which draw of the sampler (a repair re-draws with 1, 2, ...)."""
 
     @model_validator(mode="after")
     def _fields_match_kind(self) -> Binding:

@@ -114,6 +114,8 @@ class AttemptRow(_Row):
     backend: str
     repairs: list[str]
     """One line per repair applied: ``kind step_id reason: detail``."""
+    sandboxes: int
+    """Sandboxes started for the candidate (execution, the gate's fresh one, rebuilds)."""
     sandbox_s: float
     execute_s: float
     gate_s: float

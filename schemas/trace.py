@@ -1,10 +1,10 @@
-"""Executed traces: what really ran, step by step."""
+"""Executed traces: what really ran, step by step, and what repairs changed."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class Observation(BaseModel):
@@ -32,17 +32,42 @@ class StepTrace(BaseModel):
     output_type: str
 
 
+RepairKind = Literal["provide_file", "provide_dir", "add_package", "rebind", "substitute",
+                     "llm_rebind", "llm_substitute", "truncate"]
+
+
 class Repair(BaseModel):
-    """One targeted repair applied while executing a graph."""
+    """One targeted repair applied while executing a graph.
+
+    - ``provide_file`` / ``provide_dir`` / ``add_package``: the environment was realized
+      again with the missing file, directory or Debian package (``detail`` names it);
+    - ``rebind`` / ``llm_rebind``: one argument of the failing step got another value;
+    - ``substitute`` / ``llm_substitute``: the failing step runs a type-compatible tool;
+    - ``truncate``: the failing step and the steps that depend on it (``dropped``) were cut.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: str
-    """``truncate``: the failing step and the steps that depend on it were dropped."""
+    kind: RepairKind
     step_id: str
     reason: str
     detail: str
-    dropped: list[str]
+    dropped: list[str] = []
+
+
+class EnvAdditions(BaseModel):
+    """What repairs added to the seeded environment; part of the task's environment."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    files: dict[str, str] = Field(default_factory=dict)
+    """Workspace path -> UTF-8 text, written after the ecosystem's setup."""
+    dirs: list[str] = Field(default_factory=list)
+    packages: list[str] = Field(default_factory=list)
+    """Debian packages installed in the image on top of the ecosystem's own."""
+
+    def __bool__(self) -> bool:
+        return bool(self.files or self.dirs or self.packages)
 
 
 class Trace(BaseModel):
@@ -52,3 +77,4 @@ class Trace(BaseModel):
     answer: str | None = None
     """The final read step's parsed output, rendered as text, for read-ending workflows."""
     repairs: list[Repair] = []
+    environment: EnvAdditions = Field(default_factory=EnvAdditions)

@@ -26,16 +26,33 @@ class Check(BaseModel):
 
 
 class GateResult(BaseModel):
-    """Verifier outcomes on the controls: untouched state and reference solution."""
+    """Verifier outcomes of the gate's controls (see tasks/validate.py).
+
+    ``baseline``: the untouched environment, which is also what the nop shortcut leaves;
+    ``reference``: after ``solve.sh``; ``empty``: every expected output created empty;
+    ``partial``: the reference minus its last mutating step (None without a write step);
+    ``literals``: outputs filled with the instruction's literals, the best of
+    ``literal_trials`` answer texts.  Accepted tasks have baseline 0, reference 1 and
+    every shortcut below 1.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    checks_total: int
     baseline_reward: float
     baseline_checks_passed: int
     reference_reward: float
     reference_checks_passed: int
-    checks_total: int
+    empty_reward: float
+    empty_checks_passed: int
+    partial_reward: float | None
+    partial_checks_passed: int | None
+    literals_reward: float
+    literals_checks_passed: int
+    literal_trials: int
 
     @property
     def passed(self) -> bool:
-        return self.baseline_reward == 0.0 and self.reference_reward == 1.0
+        shortcuts = [self.empty_reward, self.partial_reward or 0.0, self.literals_reward]
+        return (self.baseline_reward == 0.0 and self.reference_reward == 1.0
+                and all(r < 1.0 for r in shortcuts))

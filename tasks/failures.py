@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from tasks.repair_llm import RepairRequest
 
 Reason = Literal[
     "environment",       # missing binary, package or file
@@ -17,15 +20,33 @@ Reason = Literal[
     "no_outcome",        # nothing for a verifier to check
     "baseline_passed",   # verifier passes on the untouched environment
     "reference_failed",  # verifier fails after the reference solution
+    "empty_outputs_passed",     # the verifier passes when every output is created empty
+    "partial_solution_passed",  # ... after the reference minus its last mutating step
+    "literals_passed",   # ... when outputs hold only the instruction's literals
     "sandbox",           # the sandbox itself failed (engine error)
 ]
 
+REPAIRABLE: tuple[Reason, ...] = ("environment", "binding", "tool_error", "timeout",
+                                  "resource", "degenerate", "ambiguous")
+"""Categories a failing step may be repaired from (the others are verdicts on a whole run)."""
+
 
 class StageFailure(Exception):
-    """A candidate cannot proceed: which stage, which reason, and a one-line detail."""
+    """A candidate cannot proceed: which stage, which reason, and a one-line detail.
 
-    def __init__(self, stage: str, reason: Reason, detail: str) -> None:
+    A failing step also carries ``step_args`` (its resolved arguments), ``call`` (what an LLM
+    repairer is shown) and, for ``environment``, ``missing``: ``("command", name)`` or
+    ``("path", path)`` when the error names what was missing."""
+
+    def __init__(self, stage: str, reason: Reason, detail: str,
+                 missing: tuple[str, str] | None = None) -> None:
         super().__init__(f"{stage}/{reason}: {detail}")
         self.stage = stage
         self.reason = reason
         self.detail = detail
+        self.missing = missing
+        self.step_args: dict[str, str] = {}
+        self.call: RepairRequest | None = None
+
+    def __str__(self) -> str:
+        return f"{self.stage}/{self.reason}: {self.detail}"

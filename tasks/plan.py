@@ -65,11 +65,19 @@ def parse_depth_weights(text: str) -> dict[int, float]:
     return weights
 
 
-def _in_place(tool: ToolSpec) -> bool:
+def in_place(tool: ToolSpec) -> bool:
     """A write that changes an existing thing rather than creating a fresh one."""
     if tool.effect != "write" or not tool.returns.from_param or tool.creates:
         return False
     return tool.param(tool.returns.from_param).fresh is None
+
+
+def fresh_name(template: str, taken: set[str]) -> str:
+    """``template`` with ``{n}`` as "", "_2", "_3"... : the first name not in ``taken``."""
+    n = 1
+    while (name := template.replace("{n}", "" if n == 1 else f"_{n}")) in taken:
+        n += 1
+    return name
 
 
 @dataclass
@@ -103,7 +111,7 @@ class _Builder:
             elif not self.choices(tool, p.name):
                 return False
         target = tool.returns.from_param or ""
-        changes_state_value = _in_place(tool) and tool.param(target).typed
+        changes_state_value = in_place(tool) and tool.param(target).typed
         # never change a state value another step reads
         return not (changes_state_value and target not in upstream
                     and not [v for v in self.choices(tool, target) if v not in self.read])
@@ -111,7 +119,7 @@ class _Builder:
     def add(self, tool: ToolSpec, upstream: dict[str, str]) -> str:
         step_id = f"s{len(self.steps) + 1}"
         bind: dict[str, Binding] = {}
-        target = tool.returns.from_param if _in_place(tool) else None
+        target = tool.returns.from_param if in_place(tool) else None
         for p in tool.params:
             if p.sample is not None:
                 bind[p.name] = Binding(kind="sample", facet=p.sample.facet, of=p.sample.of)
@@ -132,10 +140,7 @@ class _Builder:
         return step_id
 
     def _fresh(self, template: str) -> str:
-        n = 1
-        while (name := template.replace("{n}", "" if n == 1 else f"_{n}")) in self.names \
-                or name in self.state:
-            n += 1
+        name = fresh_name(template, self.names | set(self.state))
         self.names.add(name)
         return name
 
@@ -145,7 +150,7 @@ class _Builder:
         out = []
         producer = next(s.tool for s in self.steps if s.id == step_id)
         for tool in self.eco.spec.tools:
-            if (writes_only and tool.effect != "write") or (fresh_only and _in_place(tool)):
+            if (writes_only and tool.effect != "write") or (fresh_only and in_place(tool)):
                 continue
             if tool.name == producer or tool.related_inputs:
                 continue  # the same tool on its own output adds nothing
@@ -223,7 +228,7 @@ def _producers_for(b: _Builder, ptype: str, source: str | None) -> list[tuple[To
     ``source`` is None, else consumers of step ``source`` (tool, param)."""
     if source is None:
         return [(t, "") for t in _starters(b, writes_only=True)
-                if not _in_place(t) and type_satisfies(t.returns.type, ptype)]
+                if not in_place(t) and type_satisfies(t.returns.type, ptype)]
     return [(t, pn) for t, pn in b.consumers(source, writes_only=True, fresh_only=True)
             if type_satisfies(t.returns.type, ptype)]
 

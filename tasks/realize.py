@@ -1,32 +1,46 @@
 """Realization: turn an ecosystem seed into a live environment inside a sandbox.
 
-Writes the seed files, runs the ecosystem's ``setup`` command, starts its ``service``
-and waits until it is ready, then snapshots the workspace: that snapshot is the initial
-state every later phase restores.  :func:`probe` reads the ecosystem's state as JSON.
+Writes the seed files, runs the ecosystem's ``setup`` command, adds what repairs found
+missing (:class:`EnvAdditions`), starts its ``service`` and waits until it is ready, then
+snapshots the workspace: that snapshot is the initial state every later phase restores.
+:func:`probe` reads the ecosystem's state as JSON.  :class:`LiveEnvironment` owns the
+sandbox of one candidate and can realize it again with a missing piece.
 """
 
 from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack
+from types import TracebackType
 
 from environments.ecosystems import Ecosystem
-from environments.sandbox import Sandbox, Snapshot
+from environments.sandbox import Sandbox, SandboxUnavailableError, Snapshot
+from schemas.trace import EnvAdditions
 from tasks.failures import StageFailure
 
 SETUP_TIMEOUT_S = 120.0
 
+OpenSandbox = Callable[[tuple[str, ...]], AbstractContextManager[Sandbox]]
+"""Opens a sandbox whose image has these extra Debian packages (raises
+SandboxUnavailableError when it cannot be built or the backend cannot install packages)."""
 
-def realize(sandbox: Sandbox, eco: Ecosystem, seed: int) -> tuple[dict[str, bytes], Snapshot]:
-    """Seed, set up and start the environment; returns the seed files and the snapshot."""
+
+def realize(sandbox: Sandbox, eco: Ecosystem, seed: int,
+            additions: EnvAdditions | None = None) -> tuple[dict[str, bytes], Snapshot]:
+    """Seed, set up, add ``additions`` and start the environment; returns the seed files
+    and the snapshot of the initial state."""
     files = eco.seed_state(seed)
     sandbox.write_files(files)
     spec = eco.spec
     if spec.setup:
-        done = sandbox.exec(["bash", "-c", spec.setup], timeout=SETUP_TIMEOUT_S)
-        if done.exit_code != 0:
-            raise StageFailure("realize", "environment", f"setup failed (exit {done.exit_code}): "
-                                                         f"{done.stderr.strip()[-300:]}")
+        _run(sandbox, spec.setup, SETUP_TIMEOUT_S, "setup failed")
+    if additions:
+        if additions.dirs:
+            _run(sandbox, "mkdir -p -- " + " ".join(map(shlex.quote, additions.dirs)), 30,
+                 "cannot create the added directories")
+        sandbox.write_files({p: text.encode() for p, text in additions.files.items()})
     if spec.service:
         svc = spec.service
         # Start and wait in one exec: the sandbox kills what an exec leaves in its process
@@ -36,11 +50,15 @@ def realize(sandbox: Sandbox, eco: Ecosystem, seed: int) -> tuple[dict[str, byte
             f"setsid nohup bash -c {shlex.quote(svc.start)} >/tmp/service.log 2>&1 </dev/null &"
             f" for _ in $(seq {polls}); do ({svc.ready}) >/dev/null 2>&1 && exit 0; "
             "sleep 0.1; done; cat /tmp/service.log >&2; exit 1")
-        ready = sandbox.exec(["bash", "-c", start_and_wait], timeout=svc.ready_timeout_s + 5)
-        if ready.exit_code != 0:
-            raise StageFailure("realize", "environment",
-                               f"service did not become ready: {ready.stderr.strip()[-300:]}")
+        _run(sandbox, start_and_wait, svc.ready_timeout_s + 5, "service did not become ready")
     return files, sandbox.snapshot()
+
+
+def _run(sandbox: Sandbox, command: str, timeout: float, what: str) -> None:
+    done = sandbox.exec(["bash", "-c", command], timeout=timeout)
+    if done.exit_code != 0:
+        raise StageFailure("realize", "environment", f"{what} (exit {done.exit_code}): "
+                                                     f"{done.stderr.strip()[-300:]}")
 
 
 def probe(sandbox: Sandbox, eco: Ecosystem) -> dict:
@@ -50,3 +68,73 @@ def probe(sandbox: Sandbox, eco: Ecosystem) -> dict:
         raise StageFailure("verify", "environment",
                            f"probe failed: {result.stderr.strip()[-200:]}")
     return json.loads(result.stdout)
+
+
+class LiveEnvironment:
+    """One candidate's environment, realized in a sandbox it owns (a context manager).
+
+    ``sandbox``, ``initial`` (the snapshot of the initial state) and ``before`` (its probe)
+    change when a repair realizes the environment again with a missing piece: a file or a
+    directory (same sandbox, restored first) or a Debian package (a new image, so a new
+    sandbox).  ``additions`` is everything added so far; the task's environment is the
+    seed plus these.
+    """
+
+    def __init__(self, eco: Ecosystem, seed: int, open_sandbox: OpenSandbox,
+                 additions: EnvAdditions | None = None) -> None:
+        self.eco, self.seed, self._open = eco, seed, open_sandbox
+        self.additions = additions or EnvAdditions()
+        self._stack = ExitStack()
+        self.sandbox: Sandbox
+        self.initial: Snapshot
+        self.before: dict = {}
+        self.files: dict[str, bytes] = {}
+
+    def __enter__(self) -> LiveEnvironment:
+        try:
+            self._start()
+        except BaseException:
+            self._stack.close()
+            raise
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._stack.close()
+
+    def _start(self) -> None:
+        self.sandbox = self._stack.enter_context(self._open(tuple(self.additions.packages)))
+        self.files, self.initial = realize(self.sandbox, self.eco, self.seed, self.additions)
+        self.before = probe(self.sandbox, self.eco)
+
+    def add(self, files: dict[str, str] | None = None, dirs: list[str] | None = None) -> None:
+        """Realize again with these files or directories added (in the same sandbox)."""
+        self.additions = self.additions.model_copy(update={
+            "files": {**self.additions.files, **(files or {})},
+            "dirs": sorted({*self.additions.dirs, *(dirs or [])})})
+        self.sandbox.restore(self.initial)
+        if dirs:
+            _run(self.sandbox, "mkdir -p -- " + " ".join(map(shlex.quote, dirs)), 30,
+                 "cannot create the added directories")
+        if files:
+            self.sandbox.write_files({p: t.encode() for p, t in files.items()})
+        self.initial = self.sandbox.snapshot()
+        self.before = probe(self.sandbox, self.eco)
+
+    def add_package(self, package: str) -> bool:
+        """Realize again in a new sandbox whose image has ``package``; False (and nothing
+        changed) when that image cannot be had."""
+        packages = sorted({*self.additions.packages, package})
+        try:
+            fresh = self._open(tuple(packages))
+            sandbox = fresh.__enter__()
+        except SandboxUnavailableError:
+            return False
+        old, self._stack = self._stack, ExitStack()
+        old.close()
+        self._stack.push(fresh)
+        self.sandbox = sandbox
+        self.additions = self.additions.model_copy(update={"packages": packages})
+        self.files, self.initial = realize(self.sandbox, self.eco, self.seed, self.additions)
+        self.before = probe(self.sandbox, self.eco)
+        return True

@@ -16,7 +16,7 @@ import jinja2
 from pydantic import BaseModel
 
 from environments.ecosystems import Ecosystem
-from environments.sandbox import Sandbox
+from environments.sandbox import Sandbox, SandboxError
 from schemas.ecosystem import ProbeSection
 from schemas.trace import Trace
 from schemas.verifier import Check
@@ -31,6 +31,9 @@ class VerifierResult(BaseModel):
     reward: float
     checks_passed: int
     checks_total: int
+    trials: int = 0
+    trials_passed: int = 0
+    """With ``answers``: how many answer texts were tried, and how many passed."""
 
 
 def _produced(eco: Ecosystem, trace: Trace) -> dict[str, str | None]:
@@ -53,6 +56,8 @@ def derive_checks(eco: Ecosystem, trace: Trace, before: dict, after: dict) -> li
     checks: list[Check] = []
     for section in sorted(set(before) | set(after)):
         conf = eco.spec.probe_sections.get(section, ProbeSection())
+        if not conf.checked:
+            continue
         old, new = before.get(section, {}), after.get(section, {})
         for key in sorted(set(old) | set(new)):
             if key in old and key in new and old[key] == new[key]:
@@ -83,12 +88,20 @@ def render_verifier(checks: list[Check], probe_source: str, task_ref: str = "") 
         task_ref=task_ref or "(generated)")
 
 
-def run_verifier(sandbox: Sandbox, verifier_py: str) -> VerifierResult:
-    """Run the rendered verifier in the sandbox's workdir and read its summary line."""
-    result = sandbox.exec(["python3", "-", "--root", "."], stdin=verifier_py.encode(), timeout=60)
+def run_verifier(sandbox: Sandbox, verifier_py: str,
+                 answers: list[str] | None = None) -> VerifierResult:
+    """Run the rendered verifier in the sandbox's workdir and read its summary line;
+    with ``answers``, the best of the trials where each replaces the answer file."""
+    extra = ["--answers", json.dumps(answers)] if answers is not None else []
+    result = sandbox.exec(["python3", "-", "--root", ".", *extra], stdin=verifier_py.encode(),
+                          timeout=60)
     lines = result.stdout.strip().splitlines()
-    if not lines:
+    try:
+        return VerifierResult.model_validate_json(lines[-1] if lines else "")
+    except ValueError:
+        if "OCI runtime exec failed" in result.stdout + result.stderr:  # the engine, not us
+            raise SandboxError(f"the engine could not start the verifier: "
+                               f"{result.stdout.strip()[-200:]}") from None
         raise StageFailure("validate", "environment",
-                           f"verifier printed nothing (exit {result.exit_code}): "
-                           f"{result.stderr.strip()[-200:]}")
-    return VerifierResult.model_validate_json(lines[-1])
+                           f"verifier printed no summary (exit {result.exit_code}): "
+                           f"{result.stderr.strip()[-200:]}") from None

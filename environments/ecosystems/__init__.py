@@ -46,6 +46,14 @@ class Ecosystem:
         return self.spec.name
 
     layout_fn: Callable[[int], list[str]] | None = None
+    provide_fn: Callable[[str, int], bytes | None] | None = None
+    shortcut_hooks: ModuleType | None = None
+    """The spec's ``shortcuts`` module (``empty`` and ``fill``), when it names one."""
+
+    def provide(self, path: str, seed: int) -> bytes | None:
+        """Content for a workspace file a tool expected but the seed did not lay out, from
+        the seed module's optional ``provide(path, seed)``; None when it has none."""
+        return self.provide_fn(path, seed) if self.provide_fn is not None else None
 
     def seed_state(self, seed: int) -> dict[str, bytes]:
         return self.seed_fn(seed)
@@ -167,6 +175,14 @@ def load_ecosystem(name_or_path: str) -> Ecosystem:
     for f in sorted(folder.glob("*")):
         if f.is_file() and f.suffix in (".py", ".yaml", ".yml"):
             digest.update(f.name.encode() + b"\0" + f.read_bytes())
-    layout_fn = getattr(seed_mod, "layout", None)
+    hooks = {name: fn if callable(fn := getattr(seed_mod, name, None)) else None
+             for name in ("layout", "provide")}
+    shortcuts = None
+    if spec.shortcuts:
+        shortcuts = _import(folder, spec.shortcuts, spec_file, "shortcuts")
+        for name in ("empty", "fill"):
+            if not callable(getattr(shortcuts, name, None)):
+                raise EcosystemError(f"{spec_file}: field 'shortcuts': {spec.shortcuts} has "
+                                     f"no function {name!r}")
     return Ecosystem(spec, folder, seed_fn, samplers, probe_source, digest.hexdigest()[:16],
-                     layout_fn if callable(layout_fn) else None)
+                     hooks["layout"], hooks["provide"], shortcuts)

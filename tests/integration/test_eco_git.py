@@ -13,7 +13,7 @@ import pytest
 from environments.config import DockerConfig
 from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run, provider_for
-from tasks.execute import render_command
+from tasks.commands import render_command
 from tasks.plan import plan_candidates
 from tasks.realize import probe, realize
 

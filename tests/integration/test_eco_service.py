@@ -14,7 +14,7 @@ from environments.config import DockerConfig
 from environments.ecosystems import load_ecosystem
 from flows.candidate import build_candidate
 from flows.providers import close_run, provider_for
-from tasks.execute import render_command
+from tasks.commands import render_command
 from tasks.plan import plan_candidates
 
 pytestmark = pytest.mark.docker
@@ -27,9 +27,7 @@ DB = json.loads(ECO.seed_state(SEED)[".service/db.json"])
 
 @pytest.fixture(scope="module")
 def config():
-    from environments.images import ecosystem_image
-
-    yield ecosystem_image(ECO, DockerConfig())
+    yield DockerConfig()
     close_run(RUN_ID)
 
 
@@ -199,7 +197,9 @@ CASES = _cases()
 @pytest.fixture(scope="module")
 def live(config):
     """One container on the seeded state with the server up; yields (sandbox, snapshot)."""
-    with provider_for(config, RUN_ID).sandbox() as sb:
+    from environments.images import ecosystem_image
+
+    with provider_for(ecosystem_image(ECO, config), RUN_ID).sandbox() as sb:
         sb.write_files(ECO.seed_state(SEED))
         svc = ECO.spec.service
         # start and wait in ONE exec: the server must leave the exec's process group

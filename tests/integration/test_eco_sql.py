@@ -20,7 +20,7 @@ from environments.config import DockerConfig
 from environments.ecosystems import load_ecosystem
 from flows.candidate import build_candidate
 from flows.providers import close_run, provider_for
-from tasks.execute import render_command
+from tasks.commands import render_command
 from tasks.plan import plan_candidates
 from tasks.realize import probe, realize
 

@@ -1,32 +1,36 @@
-"""Planted faults: each failure category is classified, and repairable ones are repaired.
+"""Planted faults: each failure category is classified, and repaired where it can be.
 
-The `faults` fixture ecosystem (tests/fixtures/ecosystems/faults) has one tool per
-category; each test runs `write_notes` and then the faulty tool on its output.
+The `faults` fixture ecosystem (tests/fixtures/ecosystems/faults) has one tool per fault;
+each test runs `write_notes` and then the faulty tool on its output, first with repair
+off (the category must be named) and then with repair on (the repair kind must be the
+one the fault calls for, and the task must pass the gate).
 """
 
+import os
 import subprocess
 
 import docker
 import pytest
 
 from environments.config import DockerConfig, LocalConfig
-from flows.candidate import backend_for, build_candidate, ecosystem
+from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
+from schemas.trace import Trace
 
 FAULTS = "tests/fixtures/ecosystems/faults"
-RUN_ID = "itest-faults"
+RUN_ID = f"itest-faults-{os.getpid()}"
 ECO = ecosystem(FAULTS)
 
 
 def planted(tool: str) -> Candidate:
     spec = ECO.spec.tool(tool)
     bind = {"path": Binding(kind="step", step="s1")}
-    if "out" in {p.name for p in spec.params}:
-        bind["out"] = Binding(kind="literal", value=f"out/{tool}.txt")
     for p in spec.params:
         if p.sample:
             bind[p.name] = Binding(kind="sample", facet=p.sample.facet, of=p.sample.of)
+        elif p.fresh:
+            bind[p.name] = Binding(kind="literal", value=p.fresh.replace("{n}", ""))
     steps = [Step(id="s1", tool="write_notes",
                   bind={"path": Binding(kind="state", value="notes/note1.txt"),
                         "out": Binding(kind="literal", value="out/copy.txt")}),
@@ -41,56 +45,105 @@ def planted(tool: str) -> Candidate:
     pytest.param(DockerConfig(), id="docker", marks=pytest.mark.docker),
 ])
 def backend(request):
-    yield backend_for(ECO, request.param)
+    yield request.param
     close_run(RUN_ID)
 
 
-@pytest.mark.parametrize("tool,reason", [
-    ("read_missing", "environment"),
-    ("missing_binary", "environment"),
-    ("explode", "tool_error"),
-    ("hang", "timeout"),
-    ("coin_flip", "nondeterministic"),
-    ("most_common_word", "ambiguous"),
-])
-def test_unrepairable_faults_are_classified(backend, tool, reason):
-    outcome = build_candidate(planted(tool), FAULTS, backend, RUN_ID)
+CLASSIFIED = [
+    ("read_config", "environment"), ("read_missing", "environment"),
+    ("write_report", "environment"), ("missing_binary", "environment"), ("take_lines", "binding"),
+    ("take_some_lines", "binding"), ("explode", "tool_error"), ("hang", "timeout"),
+    ("empty_output", "degenerate"), ("most_common_word", "ambiguous"),
+]
+
+
+@pytest.mark.parametrize("tool,reason", CLASSIFIED)
+def test_faults_are_classified_with_repair_off(backend, tool, reason):
+    outcome = build_candidate(planted(tool), FAULTS, backend, RUN_ID, max_repairs=0)
     assert outcome.task is None
     assert outcome.attempt.reason == reason, outcome.attempt.detail
-    if reason != "nondeterministic":  # found by the gate's second execution instead
-        assert outcome.attempt.detail.startswith(f"s2 {tool}"), outcome.attempt.detail
+    assert outcome.attempt.detail.startswith(f"s2 {tool}"), outcome.attempt.detail
 
 
-@pytest.mark.parametrize("tool,reason", [("take_lines", "binding"),
-                                         ("empty_output", "degenerate")])
-def test_repairable_faults_are_repaired_by_truncation(backend, tool, reason):
-    without = build_candidate(planted(tool), FAULTS, backend, RUN_ID, max_repairs=0)
-    assert without.task is None and without.attempt.reason == reason
-    repaired = build_candidate(planted(tool), FAULTS, backend, RUN_ID, max_repairs=2)
-    assert repaired.task is not None, repaired.attempt.detail
-    assert repaired.task.tools == ["write_notes"]
-    assert repaired.attempt.repairs and repaired.attempt.repairs[0].startswith(
-        f"truncate s2 {reason}")
-    assert repaired.task.gate.reference_reward == 1.0
+REPAIRED = [
+    ("read_config", "provide_file"), ("write_report", "provide_dir"),
+    ("take_some_lines", "rebind"), ("explode", "substitute"),
+    ("take_lines", "truncate"), ("read_missing", "truncate"), ("missing_binary", "truncate"),
+    ("hang", "truncate"), ("empty_output", "truncate"), ("most_common_word", "truncate"),
+]
+
+
+@pytest.mark.parametrize("tool,kind", REPAIRED)
+def test_faults_are_repaired_into_accepted_tasks(backend, tool, kind):
+    outcome = build_candidate(planted(tool), FAULTS, backend, RUN_ID)
+    assert outcome.task is not None, outcome.attempt.detail
+    trace = Trace.model_validate_json(outcome.task.trace_json)
+    assert [r.kind for r in trace.repairs] == [kind]
+    assert outcome.attempt.repairs[0].startswith(f"{kind} s2 ")
+    assert trace.steps[0].command == "cp notes/note1.txt out/copy.txt"  # kept as it ran
+    gate = outcome.task.gate
+    assert (gate.baseline_reward, gate.reference_reward) == (0.0, 1.0)
+    if kind == "truncate":
+        assert outcome.task.tools == ["write_notes"]
+    else:
+        assert outcome.task.n_steps == 2
+
+
+def test_provided_file_is_part_of_the_environment(backend):
+    outcome = build_candidate(planted("read_config"), FAULTS, backend, RUN_ID)
+    trace = Trace.model_validate_json(outcome.task.trace_json)
+    assert trace.environment.files == {"config/settings.ini": "[run]\nseed = 1\n"}
+    assert trace.steps[1].observation.exit_code == 0
+    assert outcome.attempt.sandboxes == 2  # execution, then the gate's fresh sandbox
+
+
+def test_substitute_keeps_the_failing_steps_inputs(backend):
+    outcome = build_candidate(planted("explode"), FAULTS, backend, RUN_ID)
+    trace = Trace.model_validate_json(outcome.task.trace_json)
+    assert [s.tool for s in trace.steps] == ["write_notes", "write_notes"]
+    assert trace.steps[1].args["path"] == "out/copy.txt"  # still the upstream output
+
+
+def test_nondeterminism_is_found_by_the_second_execution(backend):
+    outcome = build_candidate(planted("coin_flip"), FAULTS, backend, RUN_ID)
+    assert outcome.task is None
+    assert (outcome.attempt.stage, outcome.attempt.reason) == ("validate", "nondeterministic")
+    assert "s2 coin_flip" in outcome.attempt.detail
+
+
+@pytest.mark.docker
+def test_missing_binary_is_installed_in_a_rebuilt_image():
+    """jq is not in the base image (the host may have it: this needs the docker backend)."""
+    without = build_candidate(planted("quote_lines"), FAULTS, DockerConfig(), RUN_ID,
+                              max_repairs=0)
+    assert without.attempt.reason == "environment"
+    assert "jq: command not found" in without.attempt.detail
+    outcome = build_candidate(planted("quote_lines"), FAULTS, DockerConfig(), RUN_ID)
+    assert outcome.task is not None, outcome.attempt.detail
+    trace = Trace.model_validate_json(outcome.task.trace_json)
+    assert [r.kind for r in trace.repairs] == ["add_package"]
+    assert trace.environment.packages == ["jq"]
+    assert outcome.attempt.sandboxes == 3  # execution, rebuilt with jq, the gate's fresh one
 
 
 def _host_processes(pattern: str) -> list[str]:
-    """Matching processes outside containers (container processes show up on the host)."""
+    """Matching processes of this run's local sandboxes (their HOME lies in a sandbox root
+    named after the run id; other runs on the machine do not count)."""
     found = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
     mine = []
     for pid in found.stdout.split():
         try:
-            with open(f"/proc/{pid}/cgroup") as f:
-                if "docker" in f.read():
-                    continue
-        except FileNotFoundError:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                environ = f.read().split(b"\0")
+        except (FileNotFoundError, PermissionError):
             continue
-        mine.append(pid)
+        if any(v.startswith(b"HOME=") and RUN_ID.encode() in v for v in environ):
+            mine.append(pid)
     return mine
 
 
 def test_timeout_leaves_no_process_behind(backend):
-    outcome = build_candidate(planted("hang"), FAULTS, backend, RUN_ID)
+    outcome = build_candidate(planted("hang"), FAULTS, backend, RUN_ID, max_repairs=0)
     assert outcome.attempt.reason == "timeout"
     if backend.type == "local":
         assert _host_processes("sleep 300") == []
@@ -99,10 +152,12 @@ def test_timeout_leaves_no_process_behind(backend):
 @pytest.mark.docker
 @pytest.mark.parametrize("tool", ["fork_bomb", "memory_hog"])
 def test_resource_faults_are_contained_on_docker(tool):
-    backend = backend_for(ECO, DockerConfig())
-    outcome = build_candidate(planted(tool), FAULTS, backend, RUN_ID)
+    outcome = build_candidate(planted(tool), FAULTS, DockerConfig(), RUN_ID, max_repairs=0)
     assert outcome.task is None and outcome.attempt.reason == "resource", outcome.attempt.detail
     assert outcome.attempt.detail.startswith(f"s2 {tool}")
+    repaired = build_candidate(planted(tool), FAULTS, DockerConfig(), RUN_ID)
+    assert repaired.task is not None and repaired.attempt.repairs[0].startswith("truncate s2 "
+                                                                                 "resource")
     close_run(RUN_ID)
     client = docker.from_env()
     assert client.containers.list(all=True, filters={"label": f"taskfactory.run={RUN_ID}"}) == []

@@ -16,8 +16,8 @@ def attempt(i, status="rejected"):
     return AttemptRow(candidate_id=f"c{i}", run_id="r1", index=i, ecosystem="files", seed=i,
                       shape="chain", depth=1, fingerprint="f", status=status, stage="execute",
                       reason="binding", detail="", task_id=None, backend="local", repairs=[],
-                      sandbox_s=0.1,
-                      execute_s=0.2, gate_s=0.0, render_s=0.0, total_s=0.3,
+                      sandboxes=2, sandbox_s=0.1, execute_s=0.2, gate_s=0.0, render_s=0.0,
+                      total_s=0.3,
                       created_at=datetime.now(UTC))
 
 

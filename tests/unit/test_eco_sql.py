@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from environments.ecosystems import load_ecosystem
-from tasks.execute import render_command
+from tasks.commands import render_command
 
 SQL = load_ecosystem("sql")
 BASE = ("customers", "products", "orders", "order_items")

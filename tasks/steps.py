@@ -1,0 +1,187 @@
+"""Steps: resolve, run and check one workflow step in a sandbox; replay recorded steps.
+
+Arguments resolve in dependency order: upstream outputs, state values, planner literals,
+and samples drawn from the sandbox's current files with an RNG seeded per candidate, step
+and draw, so a rerun resolves the same values.  A failing step raises
+:class:`StageFailure` with its category from the taxonomy; :func:`execute_graph` hands
+it to the targeted repairs of :mod:`tasks.repair`.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import random
+import re
+
+from environments.ecosystems import Ecosystem
+from environments.sandbox import ExecResult, Sandbox, Snapshot
+from schemas.ecosystem import ToolSpec, type_satisfies
+from schemas.graph import Candidate, Step
+from schemas.trace import Observation, StepTrace
+from tasks.commands import render_command, render_shell
+from tasks.failures import StageFailure
+from tasks.normalize import normalize
+from tasks.realize import probe
+from tasks.repair_llm import RepairRequest
+
+_REJECTED_ARGUMENT = re.compile(
+    r"invalid (number|argument|option|value)|unrecognized option|illegal option|"
+    r"not a valid|bad argument|invalid literal|expects? (an? )?(integer|number)", re.I)
+_OUT_OF_RESOURCES = ("Cannot allocate memory", "Resource temporarily unavailable",
+                     "MemoryError")
+_MISSING_COMMAND = re.compile(r"([\w.+-]+): (?:command )?not found")
+_MISSING_PATH = re.compile(r"No such file or directory: '([^']+)'|"
+                           r"([^\s:'\"]+): No such file or directory")
+
+
+def classify(result: ExecResult) -> StageFailure | None:
+    """The failure category of a finished command, or None when it succeeded.
+
+    An ``environment`` failure carries ``missing``: ``("command", name)`` or
+    ``("path", path)`` when stderr names what was missing."""
+    if result.exit_code == 0 and not result.timed_out:
+        return None
+    err = result.stderr.strip().splitlines()[-1:] or [""]
+    summary = f"exit {result.exit_code}: {err[0]}"
+    if any(sign in result.stderr for sign in _OUT_OF_RESOURCES):  # a limit bit, even if it
+        return StageFailure("execute", "resource", summary)       # then ran out of time
+    if result.timed_out:
+        return StageFailure("execute", "timeout", "step exceeded its time limit")
+    if result.exit_code in (126, 127) or "command not found" in result.stderr:
+        found = _MISSING_COMMAND.search(result.stderr)
+        return StageFailure("execute", "environment", summary,
+                            missing=("command", found.group(1)) if found else None)
+    if result.exit_code == 137:
+        return StageFailure("execute", "resource", summary)
+    if "No such file" in result.stderr:
+        found = _MISSING_PATH.search(result.stderr)
+        path = (found.group(1) or found.group(2)) if found else None
+        return StageFailure("execute", "environment", summary,
+                            missing=("path", path) if path else None)
+    if _REJECTED_ARGUMENT.search(result.stderr):
+        return StageFailure("execute", "binding", summary)
+    return StageFailure("execute", "tool_error", summary)
+
+
+def _parse(tool: ToolSpec, result: ExecResult, args: dict[str, str]) -> object:
+    parser, text = tool.returns.parser, result.stdout
+    try:
+        if parser == "file":
+            return args[tool.returns.from_param or ""]
+        if parser == "int":
+            return int(text.strip())
+        if parser == "number":
+            return float(text.strip())
+        if parser == "json":
+            return json.loads(text)
+        if parser == "lines":
+            return text.splitlines()
+        return text.rstrip("\n")
+    except ValueError as exc:
+        raise StageFailure("execute", "tool_error",
+                           f"{tool.name}: output does not parse as {parser}: {exc}") from exc
+
+
+def _check_not_degenerate(sandbox: Sandbox, tool: ToolSpec, output: object) -> None:
+    """Reject empty or trivial outputs; a ``file.*`` output is read back and must hold lines
+    (a CSV a header and a row).  Other ``parser: file`` outputs (a branch, a table) name
+    entries the verifier checks and are not files to read."""
+    if tool.returns.parser == "file" and not type_satisfies(tool.returns.type, "file"):
+        return
+    if tool.returns.parser == "file":
+        lines = [ln for ln in sandbox.read_file(str(output)).decode(errors="replace").splitlines()
+                 if ln.strip()]
+        minimum = 2 if type_satisfies(tool.returns.type, "file.text.csv") else 1
+        if len(lines) < minimum:
+            raise StageFailure("execute", "degenerate", f"{tool.name} wrote no content to {output}")
+    elif output in (0, 0.0, "", [], None):
+        raise StageFailure("execute", "degenerate", f"{tool.name} returned {output!r}")
+
+
+def _resolve(step: Step, tool: ToolSpec, candidate: Candidate, sandbox: Sandbox, eco: Ecosystem,
+             outputs: dict[str, object]) -> dict[str, str]:
+    args: dict[str, str] = {}
+    for p in tool.params:
+        b = step.bind[p.name]
+        if b.kind == "step":
+            args[p.name] = str(outputs[b.step or ""])
+        elif b.kind in ("state", "literal"):
+            args[p.name] = str(b.value)
+    state: dict | None = None
+    for p in tool.params:
+        b = step.bind[p.name]
+        if b.kind != "sample":
+            continue
+        suffix = f":{b.draw}" if b.draw else ""
+        rng = random.Random(f"{candidate.seed}:{step.id}:{p.name}{suffix}")
+        content: bytes | dict
+        if b.of is None:
+            state = state if state is not None else probe(sandbox, eco)
+            content = state
+        else:
+            try:
+                content = sandbox.read_file(args[b.of])
+            except FileNotFoundError as exc:
+                raise StageFailure("execute", "environment", f"{args[b.of]} does not exist",
+                                   missing=("path", args[b.of])) from exc
+        context = {w: args[w] for w in (p.sample.with_ if p.sample else [])}
+        try:
+            args[p.name] = eco.sample(b.facet or "", content, rng, **context)
+        except (LookupError, ValueError) as exc:
+            raise StageFailure("execute", "binding", f"{tool.name}.{p.name}: {exc}") from exc
+    return {p.name: args[p.name] for p in tool.params}
+
+
+def run_step(sandbox: Sandbox, eco: Ecosystem, candidate: Candidate, step: Step,
+             outputs: dict[str, object]) -> StepTrace:
+    """Resolve, run, parse and check one step; raises StageFailure (with ``step_args`` and
+    ``call``, what an LLM repairer is shown) when it fails."""
+    tool = eco.spec.tool(step.tool)
+    args = _resolve(step, tool, candidate, sandbox, eco, outputs)
+    command = render_command(tool, args)
+    result = sandbox.exec(["bash", "-c", command], timeout=tool.timeout_s)
+    failure = classify(result)
+    if failure:
+        failure.detail = f"{tool.name}: {failure.detail}"
+        failure.call = RepairRequest(
+            tool=tool.json_schema(), args=args, command=command, exit_code=result.exit_code,
+            stderr=result.stderr, stdout=result.stdout, category=failure.reason)
+        failure.step_args = args
+        raise failure
+    output = _parse(tool, result, args)
+    _check_not_degenerate(sandbox, tool, output)
+    if tool.ambiguity_check:
+        check = sandbox.exec(["bash", "-c", render_shell(tool.ambiguity_check, args)],
+                             timeout=tool.timeout_s)
+        if check.exit_code != 0:
+            raise StageFailure("execute", "ambiguous",
+                               f"{tool.name}: {(check.stdout + check.stderr).strip()[-200:]}")
+    return StepTrace(step_id=step.id, tool=tool.name, args=args, command=command,
+                     observation=Observation(**result.model_dump()), output=output,
+                     output_type=tool.returns.type)
+
+
+def same_observation(a: Observation | ExecResult, b: Observation | ExecResult) -> bool:
+    """Two runs of one command agree: exit code and normalized stdout."""
+    return (a.exit_code, normalize(a.stdout)) == (b.exit_code, normalize(b.stdout))
+
+
+def replay(sandbox: Sandbox, eco: Ecosystem, initial: Snapshot, steps: list[StepTrace],
+           stage: str = "execute") -> None:
+    """Restore ``initial`` and re-run the steps' exact commands; each must reproduce its
+    recorded observation (normalized), else StageFailure ``nondeterministic``."""
+    sandbox.restore(initial)
+    for st in steps:
+        again = sandbox.exec(["bash", "-c", st.command], timeout=eco.spec.tool(st.tool).timeout_s)
+        if not same_observation(again, st.observation):
+            raise StageFailure(stage, "nondeterministic",
+                               f"{st.step_id} {st.tool}: a second execution prints something "
+                               "else or exits differently")
+
+
+def relative(sandbox: Sandbox, path: str) -> str:
+    """``path`` relative to the sandbox workdir (absolute paths under it are shortened)."""
+    if posixpath.isabs(path):
+        return posixpath.relpath(path, sandbox.workdir)
+    return posixpath.normpath(path)

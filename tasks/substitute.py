@@ -1,0 +1,76 @@
+"""Type-compatible replacements for a failing step (pure; nothing runs here).
+
+A replacement tool has the failing tool's effect, returns a value of the failing tool's
+return type (or a narrower one, so every consumer of the step still accepts it), and can
+bind each typed input: first to what the failing step was bound
+to (an upstream output or a state value, by type), else to another state value of a
+compatible type that the graph does not use.  Sampled inputs are drawn at execution
+time; fresh outputs get new names.  A tool that changes a value in place replaces a step
+only when that value is an upstream step's output (never a seeded value other steps may
+read); tools that need related inputs are never replacements.
+"""
+
+from __future__ import annotations
+
+import random
+
+from environments.ecosystems import Ecosystem
+from schemas.ecosystem import ToolSpec, type_satisfies
+from schemas.graph import Binding, Candidate, Step, WorkflowGraph
+from schemas.trace import StepTrace
+from tasks.plan import fresh_name, in_place
+
+
+def _bind(tool: ToolSpec, pool: list[tuple[str, Binding]], spare: list[tuple[str, str]],
+          taken: set[str]) -> dict[str, Binding] | None:
+    """Bindings of ``tool``'s inputs: typed ones from ``pool`` (type, binding), then from
+    ``spare`` state values (value, type); None when a typed input cannot be bound."""
+    bind: dict[str, Binding] = {}
+    pool, spare = list(pool), list(spare)
+    for p in tool.params:
+        if p.sample is not None:
+            bind[p.name] = Binding(kind="sample", facet=p.sample.facet, of=p.sample.of)
+        elif p.fresh is not None:
+            name = fresh_name(p.fresh, taken)
+            taken.add(name)
+            bind[p.name] = Binding(kind="literal", value=name)
+        else:
+            fits = [i for i, (t, _) in enumerate(pool) if type_satisfies(t, p.type)]
+            if fits:
+                bind[p.name] = pool.pop(fits[0])[1]
+                continue
+            state = [i for i, (_, t) in enumerate(spare) if type_satisfies(t, p.type)]
+            if not state:
+                return None
+            bind[p.name] = Binding(kind="state", value=spare.pop(state[0])[0])
+    return bind
+
+
+def substitutes(eco: Ecosystem, candidate: Candidate, graph: WorkflowGraph,
+                done: list[StepTrace], files: dict[str, bytes], step: Step) -> list[Step]:
+    """Replacements for ``step``, in a seeded order (same candidate, same order)."""
+    tool = eco.spec.tool(step.tool)
+    out_type = {st.step_id: st.output_type for st in done}
+    pool: list[tuple[str, Binding]] = []
+    for b in step.bind.values():
+        if b.kind == "step" and b.step in out_type:
+            pool.append((out_type[b.step], b))
+        elif b.kind == "state" and (t := eco.state_type(str(b.value))):
+            pool.append((t, b))
+    used = {b.value for s in graph.steps for b in s.bind.values() if b.kind == "state"}
+    spare = [(path, t) for path in sorted(files)
+             if path not in used and (t := eco.state_type(path))]
+    taken = {str(v) for st in done for v in st.args.values()} | set(files) | {
+        str(b.value) for s in graph.steps for b in s.bind.values() if b.value}
+    options = []
+    for other in eco.spec.tools:
+        if other.name == tool.name or other.effect != tool.effect or other.related_inputs \
+                or not type_satisfies(other.returns.type, tool.returns.type):
+            continue
+        bind = _bind(other, pool, spare, set(taken))
+        if bind is None or (in_place(other) and bind[str(other.returns.from_param)].kind
+                            != "step"):
+            continue
+        options.append(Step(id=step.id, tool=other.name, bind=bind))
+    random.Random(f"substitute:{candidate.seed}:{step.id}").shuffle(options)
+    return options
