@@ -81,6 +81,17 @@ def _failed(code: int, message: str) -> tuple[dict, bytes]:
     return {"code": code, "timed_out": False, "truncated": False, "out": 0}, message.encode()
 
 
+def _exec_environment() -> dict[str, str]:
+    """The environment ``docker exec`` gave this process, before Python's start-up touched
+    it (it may add ``LC_CTYPE`` under a C locale)."""
+    try:
+        with open("/proc/self/environ", "rb") as f:
+            pairs = [item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item]
+        return {os.fsdecode(k): os.fsdecode(v) for k, v in pairs}
+    except OSError:
+        return dict(os.environ)
+
+
 def reap_sessions(sids: set[int]) -> None:
     """KILL every process group whose processes belong to one of the sessions ``sids``."""
     for _ in range(3):
@@ -106,6 +117,7 @@ class Runner:
     """Serves requests read from fd 0, answers on fd 1 (see the module docstring)."""
 
     def __init__(self) -> None:
+        self.base_env = _exec_environment()
         self._send_lock = threading.Lock()
         self._groups_lock = threading.Lock()
         self._groups: set[int] = set()  # process groups of running commands
@@ -162,7 +174,7 @@ class Runner:
 
     def run(self, req: dict, stdin: bytes) -> tuple[dict, bytes]:
         argv, cwd = [str(a) for a in req["argv"]], str(req["cwd"])
-        env = {**os.environ, "PWD": cwd, **(req.get("env") or {})}  # PWD: as a shell sets it
+        env = {**self.base_env, "PWD": cwd, **(req.get("env") or {})}  # PWD, as a shell does
         if not os.path.isdir(cwd):
             return _failed(126, f'chdir to cwd ("{cwd}") failed: no such directory\n')
         try:
