@@ -2,9 +2,22 @@
 
 Each container runs ``sleep infinity`` under docker-init with no network, all capabilities
 dropped, no-new-privileges, a pids limit, memory == memory+swap, a CPU quota and uid 1000.
-Commands run through one ``docker exec`` each and files move through the engine's archive
-calls (``environments.docker_exec``). Containers carry the labels ``taskfactory.run`` and
-``taskfactory.owner_pid`` for ``reap``.
+Containers carry the labels ``taskfactory.run`` and ``taskfactory.owner_pid`` for ``reap``.
+
+How verbs reach the container depends on ``DockerConfig.exec_via``:
+
+- ``"runner"`` (default): one runner process per sandbox inside the container
+  (``environments.runner``), started with a single ``docker exec`` on first use, serves
+  ``exec``, ``write_files`` and ``read_file`` over a framed protocol, concurrently; a
+  snapshot is a ``cp -a`` command run through it. If the runner dies (a ``kill`` by a
+  command, the OOM killer), the command in flight gets a failed result and the next call
+  starts a new runner, which first KILLs what the dead one left running. While no runner
+  can be started, calls fall back to the path below (retried with a growing backoff).
+  Files the sandbox user may not write or read go through the engine's archive calls.
+- ``"docker-exec"``: one ``docker exec`` per command and the archive calls for files
+  (``environments.docker_exec``).
+
+Both keep the same contract (the conformance suite runs against each).
 """
 
 from __future__ import annotations
@@ -20,6 +33,7 @@ from docker.types import LogConfig
 
 from environments.config import DockerConfig
 from environments.docker_exec import exec_once, get_file, put_files
+from environments.docker_runner import RunnerChannel, RunnerFileError, RunnerGone, RunnerSlot
 from environments.sandbox import (
     DEFAULT_READ_MAX,
     ExecResult,
@@ -66,6 +80,8 @@ class DockerSandbox(Sandbox):
         self.container_id, self.name, self.labels = container_id, name, labels
         self.workdir = provider.config.workdir
         self._snaps: set[str] = set()
+        limit = max(2 * self._cfg.output_cap_bytes, DEFAULT_READ_MAX) + 2**20
+        self._runners = RunnerSlot(self._api, container_id, self._cfg.user, limit, name)
 
     def _abs(self, path: str) -> str:
         return posixpath.normpath(posixpath.join(self.workdir, path))
@@ -78,22 +94,32 @@ class DockerSandbox(Sandbox):
     def _closed_meanwhile(self) -> SandboxClosedError:
         return SandboxClosedError(f"sandbox {self.name} was closed while the call ran")
 
+    def _channel(self) -> RunnerChannel | None:
+        """The runner, or None for plain docker exec (configured, or no runner right now)."""
+        return self._runners.get() if self._cfg.exec_via == "runner" else None
+
     def exec(self, argv, *, timeout=30.0, workdir=None, env=None, stdin=None) -> ExecResult:
         self._check_open()
         if not argv or timeout <= 0:
             raise ValueError("argv must be non-empty and timeout positive")
         wd = self._abs(workdir) if workdir else self.workdir
         cap = self._cfg.output_cap_bytes
-        try:
-            result = exec_once(self._api, self.container_id, self._cfg.user, cap, argv,
-                               timeout, wd, env, stdin)  # fmt: skip
-        except docker.errors.APIError as e:
-            raise self._api_error(e, "exec") from e
+        runner = self._channel()
+        if runner is not None:
+            result = runner.exec(argv, timeout, wd, env, stdin, cap)
+        else:
+            try:
+                result = exec_once(self._api, self.container_id, self._cfg.user, cap, argv,
+                                   timeout, wd, env, stdin)  # fmt: skip
+            except docker.errors.APIError as e:
+                raise self._api_error(e, "exec") from e
         if self._closed:
             raise self._closed_meanwhile()
         return result
 
     def write_files(self, files: dict[str, bytes]) -> None:
+        """Through the runner as the sandbox user; where it is refused (a directory, or no
+        permission), through the engine's archive calls (as root, files chowned)."""
         self._check_open()
         targets: dict[str, bytes] = {}
         for path, data in files.items():
@@ -101,6 +127,16 @@ class DockerSandbox(Sandbox):
             if p == self.workdir:
                 raise SandboxError(f"cannot write a file at the workdir itself ({path!r})")
             targets[p] = bytes(data)
+        runner = self._channel()
+        if runner is not None:
+            try:
+                return runner.write(targets)
+            except RunnerFileError as e:
+                if e.kind not in ("denied", "isdir"):
+                    raise SandboxError(f"write_files failed in sandbox {self.name}: {e}") from e
+            except RunnerGone as e:
+                if self._closed:
+                    raise self._closed_meanwhile() from e
         self._write_archives(targets)
 
     def _write_archives(self, targets: dict[str, bytes]) -> None:
@@ -126,8 +162,21 @@ class DockerSandbox(Sandbox):
                 raise SandboxError(f"put_archive to {root} failed in sandbox {self.name}")
 
     def read_file(self, path: str, max_bytes: int = DEFAULT_READ_MAX) -> bytes:
+        """Through the runner; a file the sandbox user may not read through the engine."""
         self._check_open()
         p = self._abs(path)
+        runner = self._channel()
+        if runner is not None:
+            try:
+                return runner.read(p, max_bytes)
+            except RunnerFileError as e:
+                if e.kind == "notfound":
+                    raise FileNotFoundError(f"{p} not found in sandbox {self.name}") from e
+                if e.kind != "denied":
+                    raise SandboxError(f"cannot read {p} in sandbox {self.name}: {e}") from e
+            except RunnerGone as e:
+                if self._closed:
+                    raise self._closed_meanwhile() from e
         try:
             return get_file(self._api, self.container_id, p, max_bytes, self._abs,
                             f"sandbox {self.name}")  # fmt: skip
@@ -163,7 +212,10 @@ class DockerSandbox(Sandbox):
                 return
             self._closed = True
         self._provider._forget(self)
-        _remove(self._api, self.container_id)
+        try:
+            _remove(self._api, self.container_id)
+        finally:  # the container is gone, so a runner being started fails at once
+            self._runners.close()
 
 
 class DockerProvider(SandboxProvider):

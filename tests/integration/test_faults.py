@@ -36,9 +36,13 @@ def planted(tool: str) -> Candidate:
                      graph=graph)
 
 
+# the docker backend through its in-container runner, and with one docker exec per command
+DOCKER_CONFIGS = {"docker": DockerConfig(), "docker-exec": DockerConfig(exec_via="docker-exec")}
+
+
 @pytest.fixture(scope="module", params=[
     pytest.param(LocalConfig(), id="local"),
-    pytest.param(DockerConfig(), id="docker", marks=pytest.mark.docker),
+    *(pytest.param(c, id=i, marks=pytest.mark.docker) for i, c in DOCKER_CONFIGS.items()),
 ])
 def backend(request):
     yield backend_for(ECO, request.param)
@@ -97,9 +101,10 @@ def test_timeout_leaves_no_process_behind(backend):
 
 
 @pytest.mark.docker
+@pytest.mark.parametrize("config", DOCKER_CONFIGS.values(), ids=DOCKER_CONFIGS.keys())
 @pytest.mark.parametrize("tool", ["fork_bomb", "memory_hog"])
-def test_resource_faults_are_contained_on_docker(tool):
-    backend = backend_for(ECO, DockerConfig())
+def test_resource_faults_are_contained_on_docker(tool, config):
+    backend = backend_for(ECO, config)
     outcome = build_candidate(planted(tool), FAULTS, backend, RUN_ID)
     assert outcome.task is None and outcome.attempt.reason == "resource", outcome.attempt.detail
     assert outcome.attempt.detail.startswith(f"s2 {tool}")
