@@ -49,6 +49,7 @@ RUN_LABEL = "taskfactory.run"
 OWNER_LABEL = "taskfactory.owner_pid"
 SNAP_ROOT = "/tmp/.tf-snap"
 API_TIMEOUT = 60
+SNAPSHOT_TIMEOUT_S = 600
 _SNAPSHOT_SH = 'set -e; umask 077; mkdir -p "$1"; cp -a "$2/." "$1/"'
 _RESTORE_SH = (
     'set -e; test -d "$1" || { echo "snapshot $1 is gone" >&2; exit 3; }; '
@@ -190,10 +191,7 @@ class DockerSandbox(Sandbox):
     def snapshot(self) -> Snapshot:
         self._check_open()
         sid = uuid.uuid4().hex[:16]
-        argv = ["sh", "-c", _SNAPSHOT_SH, "snap", f"{SNAP_ROOT}/{sid}", self.workdir]
-        res = self.exec(argv, timeout=600)
-        if not res.ok:
-            raise SandboxError(f"snapshot failed in sandbox {self.name}: {res.stderr[-2000:]}")
+        self._copy_tree("snapshot", self.workdir, f"{SNAP_ROOT}/{sid}", _SNAPSHOT_SH)
         self._snaps.add(sid)
         return Snapshot(id=sid)
 
@@ -201,10 +199,23 @@ class DockerSandbox(Sandbox):
         self._check_open()
         if snap.id not in self._snaps:
             raise SandboxError(f"snapshot {snap.id!r} does not belong to sandbox {self.name}")
-        argv = ["sh", "-c", _RESTORE_SH, "restore", f"{SNAP_ROOT}/{snap.id}", self.workdir]
-        res = self.exec(argv, timeout=600)
+        self._copy_tree("restore", f"{SNAP_ROOT}/{snap.id}", self.workdir, _RESTORE_SH)
+
+    def _copy_tree(self, op: str, src: str, dst: str, script: str) -> None:
+        """``op`` ("snapshot" or "restore") in the runner, else as a shell ``script``."""
+        runner = self._channel()
+        if runner is not None:
+            try:
+                return runner.copy_tree(op, src, dst)
+            except RunnerFileError as e:
+                raise SandboxError(f"{op} failed in sandbox {self.name}: {e}") from e
+            except RunnerGone as e:
+                if self._closed:
+                    raise self._closed_meanwhile() from e
+        snap, work = (dst, src) if op == "snapshot" else (src, dst)
+        res = self.exec(["sh", "-c", script, op, snap, work], timeout=SNAPSHOT_TIMEOUT_S)
         if not res.ok:
-            raise SandboxError(f"restore failed in sandbox {self.name}: {res.stderr[-2000:]}")
+            raise SandboxError(f"{op} failed in sandbox {self.name}: {res.stderr[-2000:]}")
 
     def close(self) -> None:
         with self._close_lock:

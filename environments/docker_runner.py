@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 START_TIMEOUT_S = 30  # until the hello; python3 starts in ~20 ms on an idle machine
 SOCKET_TIMEOUT_S = 60  # one send of a request (the reader just retries on it)
 FILE_TIMEOUT_S = 120  # backstop of one read or write request
+TREE_TIMEOUT_S = 600  # backstop of one snapshot or restore
 LOST_EXIT_CODE = 125  # a command whose runner died for another reason than a signal
 RETRY_MAX_S = 30  # longest wait before trying again to start a runner
 
@@ -144,6 +145,12 @@ class RunnerChannel:
         listing = [[path, len(data)] for path, data in files.items()]
         header, _ = self.request({"op": "write", "files": listing}, b"".join(files.values()),
                                  FILE_TIMEOUT_S)  # fmt: skip
+        _raise_file_error(header)
+
+    def copy_tree(self, op: str, src: str, dst: str) -> None:
+        """``op`` "snapshot" (copy ``src`` to the new ``dst``) or "restore" (make ``dst``
+        a copy of ``src`` again); RunnerFileError, RunnerGone."""
+        header, _ = self.request({"op": op, "src": src, "dst": dst}, b"", TREE_TIMEOUT_S)
         _raise_file_error(header)
 
     # ---- channel -------------------------------------------------------------------------

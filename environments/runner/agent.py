@@ -32,7 +32,20 @@ import sys
 import threading
 import time
 
-from environments.runner.files import FileOpError, read_file, write_files
+from environments.runner.files import (
+    FileOpError,
+    copy_tree,
+    read_file,
+    restore_tree,
+    write_files,
+)
+from environments.runner.procs import (
+    exec_environment,
+    has_exited,
+    open_pidfd,
+    reap_sessions,
+    signal_group,
+)
 from environments.runner.protocol import FrameReader, encode_frame
 
 KILL_GRACE_S = 2.0  # TERM -> KILL on timeout, like `timeout -k 2`
@@ -58,66 +71,15 @@ class _Tail:
         return bytes(self.buf[len(self.buf) - self.cap :]) if self.cap else b""
 
 
-def _signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-def _pidfd(pid: int) -> int | None:
-    """A pidfd (readable once ``pid`` exits, before it is reaped), or None where the
-    kernel or Python lack them (then the supervisor polls with ``waitid``)."""
-    try:
-        return os.pidfd_open(pid)  # type: ignore[attr-defined]
-    except (AttributeError, OSError):
-        return None
-
-
-def _has_exited(pid: int) -> bool:
-    """True once ``pid`` is a zombie; does not reap it (its pgid stays reserved)."""
-    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-
-
 def _failed(code: int, message: str) -> tuple[dict, bytes]:
     return {"code": code, "timed_out": False, "truncated": False, "out": 0}, message.encode()
-
-
-def _exec_environment() -> dict[str, str]:
-    """The environment ``docker exec`` gave this process, before Python's start-up touched
-    it (it may add ``LC_CTYPE`` under a C locale)."""
-    try:
-        with open("/proc/self/environ", "rb") as f:
-            pairs = [item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item]
-        return {os.fsdecode(k): os.fsdecode(v) for k, v in pairs}
-    except OSError:
-        return dict(os.environ)
-
-
-def reap_sessions(sids: set[int]) -> None:
-    """KILL every process group whose processes belong to one of the sessions ``sids``."""
-    for _ in range(3):
-        groups = set()
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{name}/stat", "rb") as f:
-                    fields = f.read().rsplit(b")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            if fields[0] != b"Z" and int(fields[3]) in sids:
-                groups.add(int(fields[2]))
-        if not groups:
-            return
-        for pgid in groups:
-            _signal_group(pgid, signal.SIGKILL)
-        time.sleep(0.01)
 
 
 class Runner:
     """Serves requests read from fd 0, answers on fd 1 (see the module docstring)."""
 
     def __init__(self) -> None:
-        self.base_env = _exec_environment()
+        self.base_env = exec_environment()
         self._send_lock = threading.Lock()
         self._groups_lock = threading.Lock()
         self._groups: set[int] = set()  # process groups of running commands
@@ -141,29 +103,35 @@ class Runner:
                 self.dispatch(header, blob)
         with self._groups_lock:
             for pgid in self._groups:
-                _signal_group(pgid, signal.SIGKILL)
+                signal_group(pgid, signal.SIGKILL)
 
     def dispatch(self, req: dict, blob: bytes) -> None:
-        rid, op = req.get("id"), req.get("op")
-        if op == "exec":
-            try:
-                threading.Thread(target=self.answer_exec, args=(req, blob), daemon=True).start()
-            except RuntimeError as e:  # no thread left: the pids limit is reached
-                header, out = _failed(125, f"tf-runner: cannot start the command: {e}\n")
-                self.send({"id": rid, **header}, out)
-            return
+        """Answer ``req`` from a thread of its own (inline if none can be started)."""
+        answer = self.answer_exec if req.get("op") == "exec" else self.answer_file_op
+        try:
+            threading.Thread(target=answer, args=(req, blob), daemon=True).start()
+        except RuntimeError as e:  # no thread left: the pids limit is reached
+            if answer == self.answer_file_op:
+                return answer(req, blob)
+            header, out = _failed(125, f"tf-runner: cannot start the command: {e}\n")
+            self.send({"id": req.get("id"), **header}, out)
+
+    def answer_file_op(self, req: dict, blob: bytes) -> None:
+        op, out = req.get("op"), b""
         try:
             if op == "read":
                 header, out = {}, read_file(req["path"], int(req["max"]))
             elif op == "write":
-                header, out = write_files(req["files"], blob), b""
+                header = write_files(req["files"], blob)
+            elif op in ("snapshot", "restore"):
+                header = (copy_tree if op == "snapshot" else restore_tree)(req["src"], req["dst"])
             else:
-                header, out = {"error": "failed", "message": f"unknown op {op!r}"}, b""
+                header = {"error": "failed", "message": f"unknown op {op!r}"}
         except FileOpError as e:
-            header, out = {"error": e.kind, "message": str(e)}, b""
+            header = {"error": e.kind, "message": str(e)}
         except Exception as e:  # every request gets its answer
-            header, out = {"error": "failed", "message": f"{type(e).__name__}: {e}"}, b""
-        self.send({"id": rid, **header}, out)
+            header = {"error": "failed", "message": f"{type(e).__name__}: {e}"}
+        self.send({"id": req.get("id"), **header}, out)
 
     def answer_exec(self, req: dict, stdin: bytes) -> None:
         try:
@@ -206,7 +174,7 @@ class Runner:
     def supervise(self, proc: subprocess.Popen, stdin: bytes, timeout: float, cap: int
                   ) -> tuple[dict, bytes]:  # fmt: skip
         """Wait for ``proc``, feeding stdin, keeping output tails, enforcing the timeout."""
-        pid, pidfd, poller = proc.pid, _pidfd(proc.pid), select.poll()
+        pid, pidfd, poller = proc.pid, open_pidfd(proc.pid), select.poll()
         tails = {proc.stdout.fileno(): _Tail(cap), proc.stderr.fileno(): _Tail(cap)}
         out_fd, err_fd = list(tails)
         reading = set(tails)
@@ -224,11 +192,11 @@ class Runner:
             now = time.monotonic()
             if exited is None:
                 if termed is None and now >= deadline:
-                    _signal_group(pid, signal.SIGTERM)
-                    _signal_group(pid, signal.SIGCONT)
+                    signal_group(pid, signal.SIGTERM)
+                    signal_group(pid, signal.SIGCONT)
                     termed = now
                 elif termed is not None and killed is None and now >= termed + KILL_GRACE_S:
-                    _signal_group(pid, signal.SIGKILL)
+                    signal_group(pid, signal.SIGKILL)
                     killed = now
                 elif killed is not None and now >= killed + STUCK_S:
                     break
@@ -259,10 +227,10 @@ class Runner:
                         poller.unregister(in_fd)
                         proc.stdin.close()
                         in_fd = None
-            if exited is None and _has_exited(pid):
+            if exited is None and has_exited(pid):
                 exited = time.monotonic()
                 with self._groups_lock:  # still unreaped, so the pgid cannot be reused yet
-                    _signal_group(pid, signal.SIGKILL)
+                    signal_group(pid, signal.SIGKILL)
                     self._groups.discard(pid)
                 if pidfd is not None:
                     poller.unregister(pidfd)

@@ -1,6 +1,8 @@
 """File verbs of the in-container runner (standard library only), run as the sandbox user.
 
-Errors are ``FileOpError`` with a ``kind`` from ``protocol.ERRORS``.
+Errors are ``FileOpError`` with a ``kind`` from ``protocol.ERRORS``. Snapshots copy a tree
+with ``shutil.copytree``: modes, timestamps, symlinks, FIFOs and sockets are kept; hard
+links become separate copies; files the sandbox user cannot read fail the snapshot.
 """
 
 from __future__ import annotations
@@ -81,3 +83,61 @@ def write_files(files: list, blob: bytes) -> dict:
     return {}
 
 
+
+
+def _copy(src: str, dst: str) -> None:
+    """copy2, but FIFOs and sockets are recreated rather than read."""
+    import shutil
+
+    st = os.lstat(src)
+    if stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode):
+        os.mknod(dst, st.st_mode)
+        shutil.copystat(src, dst)
+    else:
+        shutil.copy2(src, dst)
+
+
+def copy_tree(src: str, dst: str) -> dict:
+    """Copy directory ``src`` to the new directory ``dst`` (its parent is made 0700)."""
+    import shutil
+
+    try:
+        os.makedirs(os.path.dirname(dst), mode=0o700, exist_ok=True)
+        shutil.copytree(src, dst, symlinks=True, copy_function=_copy)
+    except (OSError, shutil.Error) as e:
+        raise FileOpError("failed", f"cannot copy {src} to {dst}: {e}") from None
+    return {}
+
+
+def _open_up(path: str) -> None:
+    """Give the owner rwx on ``path`` and every directory below, before listing each one,
+    so read-only and unreadable directories can be emptied (errors are ignored)."""
+    try:
+        os.chmod(path, os.lstat(path).st_mode | stat.S_IRWXU)
+        entries = list(os.scandir(path))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            _open_up(entry.path)
+
+
+def restore_tree(src: str, dst: str) -> dict:
+    """Make directory ``dst`` an exact copy of ``src`` again: everything in it is removed
+    (read-only directories included), then ``src`` is copied in, with its mode and times."""
+    import shutil
+
+    if not os.path.isdir(src):
+        raise FileOpError("notfound", f"snapshot {src} is gone")
+    try:
+        _open_up(dst)
+        for entry in os.scandir(dst):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+        shutil.copytree(src, dst, symlinks=True, copy_function=_copy, dirs_exist_ok=True)
+        shutil.copystat(src, dst)
+    except (OSError, shutil.Error) as e:
+        raise FileOpError("failed", f"cannot restore {dst} from {src}: {e}") from None
+    return {}

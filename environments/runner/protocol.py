@@ -11,6 +11,8 @@ concurrently, so responses come in completion order. The runner's first frame is
 - ``read {path, max}`` -> ``{}``, blob = the file's bytes; or ``{error, message}``.
 - ``write {files: [[path, size], ...]}``, blob = the contents in order -> ``{}`` or
   ``{error, message}``.
+- ``snapshot {src, dst}`` copies directory ``src`` to the new ``dst``; ``restore {src,
+  dst}`` makes ``dst`` an exact copy of ``src`` again -> ``{}`` or ``{error, message}``.
 
 ``error`` is one of ``ERRORS``: ``denied`` and ``isdir`` on a write mean the host should
 use the engine's archive calls instead (they run as root and replace directories).
