@@ -4,6 +4,7 @@ The `faults` fixture ecosystem (tests/fixtures/ecosystems/faults) has one tool p
 category; each test runs `write_notes` and then the faulty tool on its output.
 """
 
+import os
 import subprocess
 
 import docker
@@ -15,7 +16,7 @@ from flows.providers import close_run
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
 
 FAULTS = "tests/fixtures/ecosystems/faults"
-RUN_ID = "itest-faults"
+RUN_ID = f"itest-faults-{os.getpid()}"  # unique: other checkouts may share the engine
 ECO = ecosystem(FAULTS)
 
 
