@@ -70,7 +70,8 @@ class _Call:
 
 class RunnerChannel:
     """One runner in container ``container_id``; ``reap_sessions`` are sessions of dead
-    runners whose leftovers it KILLs first. APIError from the engine propagates."""
+    runners whose leftovers it KILLs first. DockerException and OSError from the engine
+    propagate; RunnerStartError when no hello comes."""
 
     def __init__(self, api: docker.APIClient, container_id: str, user: str, frame_limit: int,
                  reap_sessions: list[int] | tuple[int, ...] = ()) -> None:  # fmt: skip
@@ -96,7 +97,7 @@ class RunnerChannel:
             header, _ = self._wait(hello, START_TIMEOUT_S)
             info = header["hello"]
             self.pid, self.sid = int(info["pid"]), info.get("sid")
-        except (RunnerGone, KeyError, TypeError, ValueError) as e:
+        except (RunnerGone, OSError, KeyError, TypeError, ValueError) as e:
             self.close()
             raise RunnerStartError(f"{e}; runner stderr: {self.stderr.text()[-500:]!r}") from e
 
@@ -276,13 +277,13 @@ class RunnerSlot:
                 return runner
             if runner is not None:  # it died: what it ran may linger in its session
                 self._runner = None
-                if isinstance(runner.sid, int):
+                if type(runner.sid) is int and runner.sid > 1:
                     self._dead_sessions.append(runner.sid)
             if self._closed or time.monotonic() < self._retry_at:
                 return None
             try:
                 runner = RunnerChannel(*self._args, reap_sessions=self._dead_sessions)
-            except (RunnerStartError, docker.errors.APIError) as e:
+            except (RunnerStartError, docker.errors.DockerException, OSError) as e:
                 self._backoff = min(max(2 * self._backoff, 0.5), RETRY_MAX_S)
                 self._retry_at = time.monotonic() + self._backoff
                 log.warning("sandbox %s: no command runner (%s); docker exec for %.1f s",
