@@ -59,17 +59,25 @@ _REJECTED_ARGUMENT = re.compile(
     r"not a valid|bad argument|invalid literal|expects? (an? )?(integer|number)", re.I)
 
 
+_RESOURCE_SIGNS = ("Cannot allocate memory", "Resource temporarily unavailable", "MemoryError")
+
+
 def _classify(result: ExecResult) -> StageFailure | None:
-    """The failure category of a finished command, or None when it succeeded."""
+    """The failure category of a finished command, or None when it succeeded.
+
+    A command that ran out of time after hitting the memory or process limit is a
+    ``resource`` failure: a shell whose forks fail retries them for ~15 s, so a fork bomb
+    can outlast a short step limit."""
+    err = result.stderr.strip().splitlines()[-1:] or [""]
     if result.timed_out:
+        if any(sign in result.stderr for sign in _RESOURCE_SIGNS):
+            return StageFailure("execute", "resource", f"timed out at a limit: {err[0]}")
         return StageFailure("execute", "timeout", "step exceeded its time limit")
     if result.exit_code == 0:
         return None
-    err = result.stderr.strip().splitlines()[-1:] or [""]
     if result.exit_code in (126, 127) or "command not found" in result.stderr:
         return StageFailure("execute", "environment", f"exit {result.exit_code}: {err[0]}")
-    if result.exit_code == 137 or any(sign in result.stderr for sign in (
-            "Cannot allocate memory", "Resource temporarily unavailable", "MemoryError")):
+    if result.exit_code == 137 or any(sign in result.stderr for sign in _RESOURCE_SIGNS):
         return StageFailure("execute", "resource", f"exit {result.exit_code}: {err[0]}")
     if "No such file" in result.stderr:
         return StageFailure("execute", "environment", f"exit {result.exit_code}: {err[0]}")
