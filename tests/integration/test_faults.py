@@ -80,17 +80,18 @@ def test_repairable_faults_are_repaired_by_truncation(backend, tool, reason):
 
 
 def _host_processes(pattern: str) -> list[str]:
-    """Matching processes outside containers (container processes show up on the host)."""
+    """Matching processes that ran in one of this run's local sandboxes (their working
+    directory is in it), so neither container processes, which show up on the host too,
+    nor another checkout's tests running at the same time count."""
     found = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
     mine = []
     for pid in found.stdout.split():
         try:
-            with open(f"/proc/{pid}/cgroup") as f:
-                if "docker" in f.read():
-                    continue
-        except FileNotFoundError:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:  # gone meanwhile
             continue
-        mine.append(pid)
+        if f"taskfactory-{RUN_ID}-" in cwd:
+            mine.append(pid)
     return mine
 
 
