@@ -40,6 +40,9 @@ class DockerConfig(BaseModel):
     workdir: str = "/workspace"
     init: bool = True
     output_cap_bytes: int = Field(default=2**20, gt=0)
+    # "runner": verbs go through one long-lived process per sandbox inside the container
+    # (a few ms per command); "docker-exec": one `docker exec` per command (~50 ms).
+    exec_via: Literal["runner", "docker-exec"] = "runner"
 
 
 class LocalConfig(BaseModel):

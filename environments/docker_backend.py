@@ -2,25 +2,29 @@
 
 Each container runs ``sleep infinity`` under docker-init with no network, all capabilities
 dropped, no-new-privileges, a pids limit, memory == memory+swap, a CPU quota and uid 1000.
-Commands run through ``docker exec`` wrapped in coreutils ``timeout -k 2 <t>s`` (which
-kills the command's whole process group on timeout) inside a tiny ``sh`` wrapper that also
-kills what the command left behind in its group when it exits. stdin and the multiplexed
-output stream go over the raw hijacked socket, so stdin works and output stays bounded.
 Containers carry the labels ``taskfactory.run`` and ``taskfactory.owner_pid`` for ``reap``.
+
+How verbs reach the container depends on ``DockerConfig.exec_via``:
+
+- ``"runner"`` (default): one runner process per sandbox inside the container
+  (``environments.runner``), started with a single ``docker exec`` on first use, serves
+  ``exec``, ``write_files`` and ``read_file`` over a framed protocol, concurrently; a
+  snapshot is a ``cp -a`` command run through it. If the runner dies (a ``kill`` by a
+  command, the OOM killer), the command in flight gets a failed result and the next call
+  starts a new runner, which first KILLs what the dead one left running. While no runner
+  can be started, calls fall back to the path below (retried with a growing backoff).
+  Files the sandbox user may not write or read go through the engine's archive calls.
+- ``"docker-exec"``: one ``docker exec`` per command and the archive calls for files
+  (``environments.docker_exec``).
+
+Both keep the same contract (the conformance suite runs against each).
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import posixpath
 import re
-import socket
-import struct
-import tarfile
-import threading
-import time
 import uuid
 
 import docker
@@ -28,9 +32,10 @@ import docker.errors
 from docker.types import LogConfig
 
 from environments.config import DockerConfig
+from environments.docker_exec import exec_once, get_file, put_files
+from environments.docker_runner import RunnerChannel, RunnerFileError, RunnerGone, RunnerSlot
 from environments.sandbox import (
     DEFAULT_READ_MAX,
-    TIMEOUT_EXIT_CODE,
     ExecResult,
     Sandbox,
     SandboxClosedError,
@@ -38,96 +43,18 @@ from environments.sandbox import (
     SandboxProvider,
     SandboxUnavailableError,
     Snapshot,
-    TailBuffer,
 )
 
 RUN_LABEL = "taskfactory.run"
 OWNER_LABEL = "taskfactory.owner_pid"
 SNAP_ROOT = "/tmp/.tf-snap"
 API_TIMEOUT = 60
-BACKSTOP_S = 10  # host-side grace on top of the in-container timeout
-_MODE_DIR, _MODE_SYMLINK = 1 << 31, 1 << 27  # Go os.FileMode bits in the archive stat
-# Run argv under `timeout` (own process group; TERM, then KILL 2 s later, on timeout), then
-# SIGKILL whatever is left in that group (background children, fork bombs). fd 3 carries
-# stdin past the shell rule "background jobs read /dev/null".
-_EXEC_SH = (
-    't=$1; shift; exec 3<&0; timeout -k 2 "$t" "$@" <&3 3<&- & p=$!; exec 3<&-; '
-    'wait "$p"; r=$?; kill -KILL -"$p" 2>/dev/null; exit "$r"'
-)
+SNAPSHOT_TIMEOUT_S = 600
 _SNAPSHOT_SH = 'set -e; umask 077; mkdir -p "$1"; cp -a "$2/." "$1/"'
 _RESTORE_SH = (
     'set -e; test -d "$1" || { echo "snapshot $1 is gone" >&2; exit 3; }; '
     'chmod -R u+w "$2" 2>/dev/null || true; find "$2" -mindepth 1 -delete; cp -a "$1/." "$2/"'
 )
-
-
-def _ids(user: str) -> tuple[int, int]:
-    """uid/gid owning written files, from a docker ``user`` string like "1000:1000"."""
-    parts = user.split(":")
-    if parts[0] in ("root", "0"):
-        return 0, int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
-    uid = int(parts[0]) if parts[0].isdigit() else 1000
-    return uid, int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else uid
-
-
-def _tar(files: dict[str, bytes], uid: int, gid: int) -> bytes:
-    """In-memory tar of ``files`` (relative paths) plus their parent dirs, owned by uid/gid."""
-    bio, now, seen = io.BytesIO(), int(time.time()), set()
-
-    def entry(name: str, kind: bytes, mode: int, size: int = 0) -> tarfile.TarInfo:
-        ti = tarfile.TarInfo(name)
-        ti.type, ti.mode, ti.size, ti.uid, ti.gid, ti.mtime = kind, mode, size, uid, gid, now
-        return ti
-
-    with tarfile.open(fileobj=bio, mode="w", format=tarfile.PAX_FORMAT) as tf:
-        for rel, data in files.items():
-            parts = rel.split("/")
-            for d in ("/".join(parts[:i]) for i in range(1, len(parts))):
-                if d not in seen:
-                    seen.add(d)
-                    tf.addfile(entry(d, tarfile.DIRTYPE, 0o755))
-            tf.addfile(entry(rel, tarfile.REGTYPE, 0o644, len(data)), io.BytesIO(data))
-    return bio.getvalue()
-
-
-def _pump(sock: socket.socket, deadline: float, out: TailBuffer, err: TailBuffer) -> bool:
-    """Read docker's multiplexed stream (frames: 8-byte header = stream type, 3 pad bytes,
-    big-endian length; then payload) into the tail buffers until EOF. Returns False if
-    ``deadline`` passed first (host-side backstop)."""
-    header, stream, left = bytearray(), 0, 0
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return False
-        sock.settimeout(remaining)
-        try:
-            chunk = sock.recv(65536)
-        except TimeoutError:
-            return False
-        except OSError:
-            return True
-        if not chunk:
-            return True
-        i, n = 0, len(chunk)
-        while i < n:
-            if left == 0:
-                need = 8 - len(header)
-                header += chunk[i : i + need]
-                i += need
-                if len(header) == 8:
-                    stream, left = struct.unpack(">BxxxL", bytes(header))
-                    header.clear()
-                continue
-            take = min(left, n - i)
-            (out if stream == 1 else err).write(chunk[i : i + take])
-            i, left = i + take, left - take
-
-
-def _feed(sock: socket.socket, data: bytes) -> None:
-    """Write stdin bytes to the hijacked socket, then half-close it (EOF for the process)."""
-    with contextlib.suppress(OSError):  # process exited early: like a broken pipe
-        sock.sendall(data)
-        sock.shutdown(socket.SHUT_WR)
 
 
 def _remove(api: docker.APIClient, container_id: str) -> bool:
@@ -154,6 +81,8 @@ class DockerSandbox(Sandbox):
         self.container_id, self.name, self.labels = container_id, name, labels
         self.workdir = provider.config.workdir
         self._snaps: set[str] = set()
+        limit = max(2 * self._cfg.output_cap_bytes, DEFAULT_READ_MAX) + 2**20
+        self._runners = RunnerSlot(self._api, container_id, self._cfg.user, limit, name)
 
     def _abs(self, path: str) -> str:
         return posixpath.normpath(posixpath.join(self.workdir, path))
@@ -163,122 +92,106 @@ class DockerSandbox(Sandbox):
             return SandboxClosedError(f"sandbox {self.name} is closed")
         return SandboxError(f"{what} failed in sandbox {self.name}: {e}")
 
+    def _closed_meanwhile(self) -> SandboxClosedError:
+        return SandboxClosedError(f"sandbox {self.name} was closed while the call ran")
+
+    def _channel(self) -> RunnerChannel | None:
+        """The runner, or None for plain docker exec (configured, or no runner right now)."""
+        return self._runners.get() if self._cfg.exec_via == "runner" else None
+
     def exec(self, argv, *, timeout=30.0, workdir=None, env=None, stdin=None) -> ExecResult:
         self._check_open()
         if not argv or timeout <= 0:
             raise ValueError("argv must be non-empty and timeout positive")
-        cmd = ["sh", "-c", _EXEC_SH, "tf-exec", f"{float(timeout):.3f}s", *argv]
         wd = self._abs(workdir) if workdir else self.workdir
-        start = time.monotonic()
-        try:
-            exec_id = self._api.exec_create(
-                self.container_id, cmd, stdout=True, stderr=True, stdin=stdin is not None,
-                workdir=wd, environment=dict(env) if env else None, user=self._cfg.user,
-            )["Id"]  # fmt: skip
-            raw = self._api.exec_start(exec_id, socket=True)
-        except docker.errors.APIError as e:
-            raise self._api_error(e, "exec") from e
-        sock: socket.socket = getattr(raw, "_sock", raw)  # a SocketIO wraps the real socket
-        out, err = TailBuffer(self._cfg.output_cap_bytes), TailBuffer(self._cfg.output_cap_bytes)
-        if stdin is not None:
-            threading.Thread(target=_feed, args=(sock, stdin), daemon=True).start()
-        try:
-            finished = _pump(sock, start + timeout + BACKSTOP_S, out, err)
-        finally:
-            response = getattr(raw, "_response", None)  # docker-py keeps the HTTP response here
-            for obj in (sock, raw, response):
-                with contextlib.suppress(Exception):
-                    if obj is not None:
-                        obj.close()
-        if self._closed:
-            raise SandboxClosedError(f"sandbox {self.name} was closed while the command ran")
-        code = self._exit_code(exec_id) if finished else None
-        duration = time.monotonic() - start
-        if code is None:  # host-side backstop hit (or the engine lost track of the exec)
-            code = TIMEOUT_EXIT_CODE if not finished else -1
-        return ExecResult(
-            exit_code=code, stdout=out.text(), stderr=err.text(), duration_s=duration,
-            timed_out=code in (124, 137) and duration >= timeout,
-            truncated=out.truncated or err.truncated,
-        )  # fmt: skip
-
-    def _exit_code(self, exec_id: str) -> int | None:
-        delay, deadline = 0.005, time.monotonic() + 5
-        while True:  # the exit code can lag the end of the stream slightly
+        cap = self._cfg.output_cap_bytes
+        runner = self._channel()
+        if runner is not None:
+            result = runner.exec(argv, timeout, wd, env, stdin, cap)
+        else:
             try:
-                info = self._api.exec_inspect(exec_id)
+                result = exec_once(self._api, self.container_id, self._cfg.user, cap, argv,
+                                   timeout, wd, env, stdin)  # fmt: skip
             except docker.errors.APIError as e:
-                raise self._api_error(e, "exec_inspect") from e
-            if not info.get("Running") and info.get("ExitCode") is not None:
-                return int(info["ExitCode"])
-            if time.monotonic() > deadline:
-                return None
-            time.sleep(delay)
-            delay = min(delay * 2, 0.1)
+                raise self._api_error(e, "exec") from e
+        if self._closed:
+            raise self._closed_meanwhile()
+        return result
 
     def write_files(self, files: dict[str, bytes]) -> None:
-        """Files under workdir go in one tar (with parent dirs, owned by the sandbox user);
-        absolute paths elsewhere get ``mkdir -p`` as the sandbox user, then one tar per dir."""
+        """Through the runner as the sandbox user; where it is refused (a directory, or no
+        permission), through the engine's archive calls (as root, files chowned)."""
         self._check_open()
-        uid, gid = _ids(self._cfg.user)
-        groups: dict[str, dict[str, bytes]] = {}
+        targets: dict[str, bytes] = {}
         for path, data in files.items():
             p = self._abs(path)
-            rel = posixpath.relpath(p, self.workdir)
-            if rel == ".":
+            if p == self.workdir:
                 raise SandboxError(f"cannot write a file at the workdir itself ({path!r})")
+            targets[p] = bytes(data)
+        runner = self._channel()
+        if runner is not None:
+            try:
+                return runner.write(targets)
+            except RunnerFileError as e:
+                if e.kind not in ("denied", "isdir"):
+                    raise SandboxError(f"write_files failed in sandbox {self.name}: {e}") from e
+            except RunnerGone as e:
+                if self._closed:
+                    raise self._closed_meanwhile() from e
+        self._write_archives(targets)
+
+    def _write_archives(self, targets: dict[str, bytes]) -> None:
+        """Files under workdir go in one tar (with parent dirs, owned by the sandbox user);
+        absolute paths elsewhere get ``mkdir -p`` as the sandbox user, then one tar per dir."""
+        groups: dict[str, dict[str, bytes]] = {}
+        for p, data in targets.items():
+            rel = posixpath.relpath(p, self.workdir)
             if rel == ".." or rel.startswith("../"):
-                groups.setdefault(posixpath.dirname(p), {})[posixpath.basename(p)] = bytes(data)
+                groups.setdefault(posixpath.dirname(p), {})[posixpath.basename(p)] = data
             else:
-                groups.setdefault(self.workdir, {})[rel] = bytes(data)
+                groups.setdefault(self.workdir, {})[rel] = data
         for root, group in groups.items():
             if root != self.workdir:
                 res = self.exec(["mkdir", "-p", root], timeout=30)
                 if res.exit_code != 0:
                     raise SandboxError(f"cannot create {root} in {self.name}: {res.stderr}")
             try:
-                ok = self._api.put_archive(self.container_id, root, _tar(group, uid, gid))
+                ok = put_files(self._api, self.container_id, root, group, self._cfg.user)
             except docker.errors.APIError as e:
                 raise self._api_error(e, "write_files") from e
             if not ok:
                 raise SandboxError(f"put_archive to {root} failed in sandbox {self.name}")
 
     def read_file(self, path: str, max_bytes: int = DEFAULT_READ_MAX) -> bytes:
+        """Through the runner; a file the sandbox user may not read through the engine."""
         self._check_open()
         p = self._abs(path)
-        for _ in range(20):  # follow symlinks
+        runner = self._channel()
+        if runner is not None:
             try:
-                stream, stat = self._api.get_archive(self.container_id, p, chunk_size=None)
-            except docker.errors.NotFound as e:
+                return runner.read(p, max_bytes)
+            except RunnerFileError as e:
+                if e.kind == "notfound":
+                    raise FileNotFoundError(f"{p} not found in sandbox {self.name}") from e
+                if e.kind != "denied":
+                    raise SandboxError(f"cannot read {p} in sandbox {self.name}: {e}") from e
+            except RunnerGone as e:
                 if self._closed:
-                    raise SandboxClosedError(f"sandbox {self.name} is closed") from e
-                raise FileNotFoundError(f"{p} not found in sandbox {self.name}") from e
-            except docker.errors.APIError as e:
-                raise self._api_error(e, "read_file") from e
-            mode, size = int(stat.get("mode", 0)), int(stat.get("size", 0))
-            if mode & _MODE_SYMLINK and stat.get("linkTarget"):
-                stream.close()  # never started: dropping it releases the response
-                p = self._abs(stat["linkTarget"])
-                continue
-            if mode & _MODE_DIR or size > max_bytes:
-                stream.close()
-                why = "is a directory" if mode & _MODE_DIR else f"{size} bytes > {max_bytes}"
-                raise SandboxError(f"cannot read {p} in sandbox {self.name}: {why}")
-            with tarfile.open(fileobj=io.BytesIO(b"".join(stream)), mode="r") as tf:
-                member = tf.next()
-                f = tf.extractfile(member) if member is not None and member.isfile() else None
-                if f is None:
-                    raise SandboxError(f"{p} in sandbox {self.name} is not a regular file")
-                return f.read()
-        raise SandboxError(f"too many levels of symlinks reading {path!r}")
+                    raise self._closed_meanwhile() from e
+        try:
+            return get_file(self._api, self.container_id, p, max_bytes, self._abs,
+                            f"sandbox {self.name}")  # fmt: skip
+        except docker.errors.NotFound as e:
+            if self._closed:
+                raise SandboxClosedError(f"sandbox {self.name} is closed") from e
+            raise FileNotFoundError(f"{p} not found in sandbox {self.name}") from e
+        except docker.errors.APIError as e:
+            raise self._api_error(e, "read_file") from e
 
     def snapshot(self) -> Snapshot:
         self._check_open()
         sid = uuid.uuid4().hex[:16]
-        argv = ["sh", "-c", _SNAPSHOT_SH, "snap", f"{SNAP_ROOT}/{sid}", self.workdir]
-        res = self.exec(argv, timeout=600)
-        if not res.ok:
-            raise SandboxError(f"snapshot failed in sandbox {self.name}: {res.stderr[-2000:]}")
+        self._copy_tree("snapshot", self.workdir, f"{SNAP_ROOT}/{sid}", _SNAPSHOT_SH)
         self._snaps.add(sid)
         return Snapshot(id=sid)
 
@@ -286,10 +199,23 @@ class DockerSandbox(Sandbox):
         self._check_open()
         if snap.id not in self._snaps:
             raise SandboxError(f"snapshot {snap.id!r} does not belong to sandbox {self.name}")
-        argv = ["sh", "-c", _RESTORE_SH, "restore", f"{SNAP_ROOT}/{snap.id}", self.workdir]
-        res = self.exec(argv, timeout=600)
+        self._copy_tree("restore", f"{SNAP_ROOT}/{snap.id}", self.workdir, _RESTORE_SH)
+
+    def _copy_tree(self, op: str, src: str, dst: str, script: str) -> None:
+        """``op`` ("snapshot" or "restore") in the runner, else as a shell ``script``."""
+        runner = self._channel()
+        if runner is not None:
+            try:
+                return runner.copy_tree(op, src, dst)
+            except RunnerFileError as e:
+                raise SandboxError(f"{op} failed in sandbox {self.name}: {e}") from e
+            except RunnerGone as e:
+                if self._closed:
+                    raise self._closed_meanwhile() from e
+        snap, work = (dst, src) if op == "snapshot" else (src, dst)
+        res = self.exec(["sh", "-c", script, op, snap, work], timeout=SNAPSHOT_TIMEOUT_S)
         if not res.ok:
-            raise SandboxError(f"restore failed in sandbox {self.name}: {res.stderr[-2000:]}")
+            raise SandboxError(f"{op} failed in sandbox {self.name}: {res.stderr[-2000:]}")
 
     def close(self) -> None:
         with self._close_lock:
@@ -297,7 +223,10 @@ class DockerSandbox(Sandbox):
                 return
             self._closed = True
         self._provider._forget(self)
-        _remove(self._api, self.container_id)
+        try:
+            _remove(self._api, self.container_id)
+        finally:  # the container is gone, so a runner being started fails at once
+            self._runners.close()
 
 
 class DockerProvider(SandboxProvider):

@@ -1,6 +1,7 @@
 """One candidate through every stage in a real sandbox, on both backends."""
 
 import json
+import os
 
 import pytest
 
@@ -12,7 +13,7 @@ from schemas.verifier import Check
 from tasks.plan import plan_candidates
 from tasks.verify import run_verifier
 
-RUN_ID = "itest-pipeline"
+RUN_ID = f"itest-pipeline-{os.getpid()}"  # unique: other checkouts may share the engine
 ECO = ecosystem("files")
 CANDIDATES, _ = plan_candidates(ECO, 12, run_seed=11)
 

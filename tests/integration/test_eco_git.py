@@ -6,6 +6,7 @@ commit graph (ancestry, first-parent changes) or with a different git command.
 """
 
 import importlib.util
+import os
 import random
 
 import pytest
@@ -19,7 +20,7 @@ from tasks.realize import probe, realize
 
 pytestmark = pytest.mark.docker
 
-RUN_ID = "itest-eco-git"
+RUN_ID = f"itest-eco-git-{os.getpid()}"  # unique: other checkouts may share the engine
 ECO = ecosystem("git")
 SEED = 5
 AGENT = "Agent <agent@example.com>"

@@ -5,6 +5,7 @@ run by hand against the live server on a seeded state (output and exact record c
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
@@ -20,7 +21,7 @@ from tasks.plan import plan_candidates
 pytestmark = pytest.mark.docker
 
 ECO = load_ecosystem("service")
-RUN_ID = "itest-eco-service"
+RUN_ID = f"itest-eco-service-{os.getpid()}"  # unique: other checkouts may share the engine
 SEED = 11
 DB = json.loads(ECO.seed_state(SEED)[".service/db.json"])
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import random
 from collections import Counter
 
@@ -26,7 +27,7 @@ from tasks.realize import probe, realize
 
 pytestmark = pytest.mark.docker
 
-RUN_ID = "itest-eco-sql"
+RUN_ID = f"itest-eco-sql-{os.getpid()}"  # unique: other checkouts may share the engine
 SQL = load_ecosystem("sql")
 
 

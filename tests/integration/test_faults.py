@@ -40,9 +40,13 @@ def planted(tool: str) -> Candidate:
                      graph=graph)
 
 
+# the docker backend through its in-container runner, and with one docker exec per command
+DOCKER_CONFIGS = {"docker": DockerConfig(), "docker-exec": DockerConfig(exec_via="docker-exec")}
+
+
 @pytest.fixture(scope="module", params=[
     pytest.param(LocalConfig(), id="local"),
-    pytest.param(DockerConfig(), id="docker", marks=pytest.mark.docker),
+    *(pytest.param(c, id=i, marks=pytest.mark.docker) for i, c in DOCKER_CONFIGS.items()),
 ])
 def backend(request):
     yield request.param
@@ -127,17 +131,17 @@ def test_missing_binary_is_installed_in_a_rebuilt_image():
 
 
 def _host_processes(pattern: str) -> list[str]:
-    """Matching processes of this run's local sandboxes (their HOME lies in a sandbox root
-    named after the run id; other runs on the machine do not count)."""
+    """Matching processes that ran in one of this run's local sandboxes (their working
+    directory is in it), so neither container processes, which show up on the host too,
+    nor another checkout's tests running at the same time count."""
     found = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
     mine = []
     for pid in found.stdout.split():
         try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                environ = f.read().split(b"\0")
-        except (FileNotFoundError, PermissionError):
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:  # gone meanwhile
             continue
-        if any(v.startswith(b"HOME=") and RUN_ID.encode() in v for v in environ):
+        if f"taskfactory-{RUN_ID}-" in cwd:
             mine.append(pid)
     return mine
 
@@ -150,12 +154,13 @@ def test_timeout_leaves_no_process_behind(backend):
 
 
 @pytest.mark.docker
+@pytest.mark.parametrize("config", DOCKER_CONFIGS.values(), ids=DOCKER_CONFIGS.keys())
 @pytest.mark.parametrize("tool", ["fork_bomb", "memory_hog"])
-def test_resource_faults_are_contained_on_docker(tool):
-    outcome = build_candidate(planted(tool), FAULTS, DockerConfig(), RUN_ID, max_repairs=0)
+def test_resource_faults_are_contained_on_docker(tool, config):
+    outcome = build_candidate(planted(tool), FAULTS, config, RUN_ID, max_repairs=0)
     assert outcome.task is None and outcome.attempt.reason == "resource", outcome.attempt.detail
     assert outcome.attempt.detail.startswith(f"s2 {tool}")
-    repaired = build_candidate(planted(tool), FAULTS, DockerConfig(), RUN_ID)
+    repaired = build_candidate(planted(tool), FAULTS, config, RUN_ID)
     assert repaired.task is not None and repaired.attempt.repairs[0].startswith("truncate s2 "
                                                                                  "resource")
     close_run(RUN_ID)

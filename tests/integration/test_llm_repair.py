@@ -5,6 +5,7 @@ argument and only that step re-runs; a bad or failing LLM falls back to truncati
 """
 
 import json
+import os
 
 import pytest
 
@@ -15,7 +16,7 @@ from flows.providers import close_run
 from tests.integration.test_faults import FAULTS, planted
 from tests.support.openai_server import OpenAIServer
 
-RUN_ID = "itest-llm-repair"
+RUN_ID = f"itest-llm-repair-{os.getpid()}"  # unique: other checkouts may share the engine
 
 
 @pytest.fixture

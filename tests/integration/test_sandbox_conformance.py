@@ -26,12 +26,15 @@ from environments.sandbox import (
 )
 
 RUN_ID = f"pytest-conformance-{os.getpid()}"
-BACKENDS = ["local", pytest.param("docker", marks=pytest.mark.docker)]
+# "docker": verbs through the in-container runner; "docker-exec": one docker exec per call
+DOCKER_PATHS = {"docker": "runner", "docker-exec": "docker-exec"}
+BACKENDS = ["local", *(pytest.param(b, marks=pytest.mark.docker) for b in DOCKER_PATHS)]
 
 
 def _config(backend: str, **overrides: object) -> DockerConfig | LocalConfig:
-    cfg = DockerConfig() if backend == "docker" else LocalConfig()
-    return cfg.model_copy(update=overrides)
+    if backend in DOCKER_PATHS:
+        return DockerConfig(exec_via=DOCKER_PATHS[backend]).model_copy(update=overrides)
+    return LocalConfig().model_copy(update=overrides)
 
 
 def _docker_client():  # noqa: ANN202 - docker is imported lazily on purpose
@@ -64,7 +67,7 @@ def providers() -> Iterator[_Providers]:
     for p in ps.made.values():
         p.close()
         p.reap(RUN_ID)
-    if "docker" in ps.made:
+    if DOCKER_PATHS.keys() & ps.made.keys():
         assert _containers(RUN_ID) == []
 
 
@@ -270,7 +273,7 @@ def test_provider_close_closes_open_sandboxes(backend: str) -> None:
     with pytest.raises(SandboxClosedError):
         p.open()
     p.close()  # idempotent
-    if backend == "docker":
+    if backend in DOCKER_PATHS:
         assert _containers(run_id) == []
     else:
         assert not os.path.exists(a.root) and not os.path.exists(b.root)  # type: ignore[attr-defined]
@@ -282,12 +285,12 @@ def test_reap_run_id_removes_leftovers(backend: str) -> None:
     leftovers = [crashed.open(labels={"leftover": "yes"}) for _ in range(2)]
     where = [getattr(s, "root", None) for s in leftovers]
     del crashed, leftovers  # dropped without closing, as if the process had died
-    if backend == "docker":
+    if backend in DOCKER_PATHS:
         assert len(_containers(run_id)) == 2
     fresh = make_provider(_config(backend), f"{run_id}-other")
     assert fresh.reap(run_id) == 2
     assert fresh.reap(run_id) == 0
-    if backend == "docker":
+    if backend in DOCKER_PATHS:
         assert _containers(run_id) == []
     else:
         assert not any(os.path.exists(w) for w in where if w)
@@ -325,9 +328,9 @@ def test_local_paths_cannot_escape(providers: _Providers) -> None:
 # ---- docker hardening ------------------------------------------------------------------
 
 
-@pytest.fixture()
-def dsb(providers: _Providers) -> Iterator[Sandbox]:
-    with providers.get("docker").sandbox(labels={"test": "hardening"}) as s:
+@pytest.fixture(params=list(DOCKER_PATHS))
+def dsb(providers: _Providers, request: pytest.FixtureRequest) -> Iterator[Sandbox]:
+    with providers.get(request.param).sandbox(labels={"test": "hardening"}) as s:
         yield s
 
 

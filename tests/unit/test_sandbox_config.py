@@ -34,6 +34,12 @@ def test_discriminated_parsing() -> None:
     assert ADAPTER.validate_python(d.model_dump()) == d  # round trip
 
 
+def test_docker_verbs_go_through_the_runner_unless_configured() -> None:
+    assert DockerConfig().exec_via == "runner"
+    d = ADAPTER.validate_python({"type": "docker", "exec_via": "docker-exec"})
+    assert isinstance(d, DockerConfig) and d.exec_via == "docker-exec"
+
+
 def test_defaults_are_not_shared() -> None:
     a, b = DockerConfig(), DockerConfig()
     a.cap_drop.append("X")
@@ -49,6 +55,8 @@ def test_defaults_are_not_shared() -> None:
         {"memory_mb": 1},  # missing discriminator
         {"type": "docker", "pids_limit": 0},
         {"type": "local", "output_cap_bytes": -1},
+        {"type": "docker", "exec_via": "ssh"},
+        {"type": "local", "exec_via": "runner"},  # docker-only field on local
     ],
 )
 def test_invalid_configs_are_rejected(data: dict) -> None:

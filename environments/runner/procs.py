@@ -1,0 +1,59 @@
+"""Process helpers of the in-container runner (standard library only)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+
+
+def signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def open_pidfd(pid: int) -> int | None:
+    """A pidfd (readable once ``pid`` exits, before it is reaped), or None where the
+    kernel or Python lack them (then the supervisor polls with ``waitid``)."""
+    try:
+        return os.pidfd_open(pid)  # type: ignore[attr-defined]
+    except (AttributeError, OSError):
+        return None
+
+
+def has_exited(pid: int) -> bool:
+    """True once ``pid`` is a zombie; does not reap it (its pgid stays reserved)."""
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+
+def exec_environment() -> dict[str, str]:
+    """The environment ``docker exec`` gave this process, before Python's start-up touched
+    it (it may add ``LC_CTYPE`` under a C locale)."""
+    try:
+        with open("/proc/self/environ", "rb") as f:
+            pairs = [item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item]
+        return {os.fsdecode(k): os.fsdecode(v) for k, v in pairs}
+    except OSError:
+        return dict(os.environ)
+
+
+def reap_sessions(sids: set[int]) -> None:
+    """KILL every process group whose processes belong to one of the sessions ``sids``."""
+    for _ in range(3):
+        groups = set()
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if fields[0] != b"Z" and int(fields[3]) in sids:
+                groups.add(int(fields[2]))
+        if not groups:
+            return
+        for pgid in groups:
+            signal_group(pgid, signal.SIGKILL)
+        time.sleep(0.01)
