@@ -102,6 +102,7 @@ def _depth_weights(args: argparse.Namespace) -> dict[int, float]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    _check_runner(args)
     settings = _settings(args)
     from environments.config import docker_available
 
@@ -131,7 +132,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     run_id = new_run_id()
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        summary = run_factory(settings, run_id=run_id)
+        summary = run_factory(settings, run_id=run_id, runner=args.runner, address=args.address)
     except KeyboardInterrupt:
         removed = close_run(run_id)
         print(f"interrupted: run {run_id} stopped, {removed} sandboxes removed", file=sys.stderr)
@@ -153,6 +154,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _share(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def _check_runner(args: argparse.Namespace) -> None:
+    if args.address and args.runner != "dask":
+        raise UsageError("--address goes with --runner dask")
+    if args.address and not args.address.startswith(("tcp://", "tls://", "inproc://", "ucx://")):
+        raise UsageError(f"--address {args.address!r}: expected a Dask scheduler address "
+                         "like tcp://host:8786")
 
 
 def cmd_query(args: argparse.Namespace) -> int:
@@ -219,6 +228,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="generate tasks in a one-off flow run")
     _run_options(run, 20)
+    run.add_argument("--runner", choices=["threads", "dask"], default="threads",
+                     help="where candidates run: a thread pool here, or a Dask cluster")
+    run.add_argument("--address", metavar="tcp://HOST:PORT",
+                     help="the Dask scheduler (default with --runner dask: a local cluster)")
     run.set_defaults(func=cmd_run)
     query = sub.add_parser("query", help="SQL over the dataset (DuckDB)")
     query.add_argument("sql")
