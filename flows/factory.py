@@ -16,14 +16,15 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 from prefect.runtime import flow_run
-from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel
 
 from environments.config import resolve_backend
 from environments.sandbox import SandboxError
 from flows.candidate import Outcome, backend_for, build_candidate, ecosystem, engine_failure
+from flows.progress import Progress
 from flows.provenance import new_run_id
 from flows.providers import close_run, provider_for
+from flows.runners import make_task_runner, runner_from_env
 from flows.settings import RunSettings
 from schemas.graph import Candidate
 from tasks.plan import plan_candidates
@@ -93,7 +94,7 @@ def _write(writer: ShardWriter, outcome: Outcome) -> None:
         writer.add("trajectories", t)
 
 
-@flow(name="taskfactory", log_prints=True, persist_result=False)
+@flow(name="taskfactory", log_prints=True, persist_result=False, task_runner=runner_from_env())
 def factory(settings: RunSettings, run_id: str | None = None) -> RunSummary:
     """Generate tasks into ``settings.data``; returns the run summary."""
     logger = get_run_logger()
@@ -113,6 +114,7 @@ def factory(settings: RunSettings, run_id: str | None = None) -> RunSummary:
     logger.info("run %s: %d candidates of %s on the %s backend, flow run %s", run_id,
                 len(candidates), ", ".join(refs), base.type, flow_run.get_id())
     writer = ShardWriter(settings.data, run_id)
+    progress = Progress(len(candidates), run_id)
     accepted: list[str] = []
     yields = {name: EcosystemYield() for name in refs}
     write_s = 0.0
@@ -129,12 +131,14 @@ def factory(settings: RunSettings, run_id: str | None = None) -> RunSummary:
             _write(writer, outcome)
             write_s += time.perf_counter() - t_write
             _count(yields[c.ecosystem], outcome)
+            progress.done(outcome.task is not None)
             if outcome.task:
                 accepted.append(outcome.task.task_id)
         t_write = time.perf_counter()
         writer.close()
         write_s += time.perf_counter() - t_write
     finally:
+        progress.close()
         close_run(run_id)
     rejected: collections.Counter[str] = collections.Counter()
     for y in yields.values():
@@ -158,8 +162,10 @@ def factory(settings: RunSettings, run_id: str | None = None) -> RunSummary:
     return summary
 
 
-def run_factory(settings: RunSettings, run_id: str | None = None) -> RunSummary:
-    """Run the flow with a thread pool sized for I/O-bound sandbox work."""
+def run_factory(settings: RunSettings, run_id: str | None = None, runner: str = "threads",
+                address: str | None = None) -> RunSummary:
+    """Run the flow on ``runner`` (a thread pool sized for I/O-bound sandbox work, or a
+    Dask cluster at ``address``; see flows/runners.py)."""
     logging.getLogger("prefect").setLevel(logging.WARNING)
-    runner = ThreadPoolTaskRunner(max_workers=settings.workers)
-    return factory.with_options(task_runner=runner)(settings, run_id=run_id)
+    task_runner = make_task_runner(runner, settings.workers, address)
+    return factory.with_options(task_runner=task_runner)(settings, run_id=run_id)
