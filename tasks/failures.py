@@ -18,6 +18,8 @@ Reason = Literal[
     "baseline_passed",   # verifier passes on the untouched environment
     "reference_failed",  # verifier fails after the reference solution
     "sandbox",           # the sandbox itself failed (engine error)
+    "not_preserved",     # the instruction lacks a literal the solver needs or the verifier reads
+    "ungrounded",        # a trajectory uses a value the agent could not have seen
 ]
 
 
