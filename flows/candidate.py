@@ -26,7 +26,7 @@ from tasks.failures import StageFailure
 from tasks.instruct import render_instruction
 from tasks.llm import LLMClient, LLMConfig
 from tasks.paraphrase import paraphrase_instruction
-from tasks.preserve import check_preserved, required_literals
+from tasks.preserve import check_items_preserved, check_preserved, required_literals
 from tasks.realize import probe, realize
 from tasks.reasoning import LLMReasoner
 from tasks.repair_llm import propose_repair
@@ -133,6 +133,7 @@ def build_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendCo
             required = required_literals(eco.spec, graph, trace, checks)
             instructed = render_instruction(eco, graph, trace, candidate.seed, instruction_style)
             check_preserved(instructed.text, required)
+            check_items_preserved(instructed.items, required, eco.spec.context)
             if (client := llm_client()) is not None:
                 instructed = paraphrase_instruction(client, instructed, required)
             instruction = instructed.text

@@ -16,12 +16,18 @@ Each of these must appear as the whole content of a Markdown code span (the cont
 validation gate relies on when it extracts the instruction's literals).  The answer's
 format must also survive: ``ANSWER_ESSENTIALS`` names the wording every phrasing of a
 format keeps (case-insensitive).
+
+A template instruction is also checked item by item: each step's own literals must be in
+the line that describes it (or in the ecosystem's context), so a literal that happens to
+appear elsewhere cannot stand in for one an intent forgot.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from schemas.ecosystem import EcosystemSpec
 from schemas.graph import WorkflowGraph
@@ -43,6 +49,16 @@ class Required:
 
     spans: tuple[str, ...]
     phrases: tuple[str, ...] = ()
+    by_step: tuple[tuple[str, ...], ...] = ()
+    """Per trace step, the literals of its own arguments (not bound to a step)."""
+
+
+class DescribedStep(Protocol):
+    """An instruction line: what step ``step`` produces (``tasks.instruct.Item``)."""
+
+    target: str
+    text: str
+    step: int
 
 
 def code_spans(text: str) -> list[str]:
@@ -77,12 +93,16 @@ def required_literals(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace,
             spans.append(text)
 
     produced = set()
+    by_step = []
     for st in trace.steps:
         tool = spec.tool(st.tool)
+        own = []
         for name, value in st.args.items():
             binding = binds.get(st.step_id, {}).get(name)
-            if binding is None or binding.kind != "step":
+            if (binding is None or binding.kind != "step") and str(value):
                 add(value)
+                own.append(str(value))
+        by_step.append(tuple(own))
         if tool.effect == "write" and tool.returns.from_param:
             produced.add(st.args[tool.returns.from_param])
     for c in checks:
@@ -93,7 +113,8 @@ def required_literals(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace,
         if section is None or section.strict or c.key in produced:
             add(c.key)
     essential = answer_essential(spec, trace)
-    return Required(spans=tuple(spans), phrases=(essential,) if essential else ())
+    return Required(spans=tuple(spans), phrases=(essential,) if essential else (),
+                    by_step=tuple(by_step))
 
 
 def missing_literals(text: str, required: Required) -> list[str]:
@@ -112,3 +133,16 @@ def check_preserved(text: str, required: Required) -> None:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
         raise StageFailure("instruct", "not_preserved",
                            f"the instruction lacks {missing[0]}{more}")
+
+
+def check_items_preserved(items: Sequence[DescribedStep], required: Required,
+                          context: str = "") -> None:
+    """Raise ``instruct/not_preserved`` when a step's own literal is missing from the line
+    that describes it and from the ``context`` paragraph."""
+    shared = set(code_spans(context))
+    for item in items:
+        spans = shared | set(code_spans(f"{item.target} {item.text}"))
+        for literal in required.by_step[item.step] if item.step < len(required.by_step) else ():
+            if literal not in spans:
+                raise StageFailure("instruct", "not_preserved",
+                                   f"the line for {item.target} lacks `{literal}`")

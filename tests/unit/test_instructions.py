@@ -1,6 +1,7 @@
 """Instructions: literals as code spans, preservation, styles and wording variety."""
 
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 
@@ -13,6 +14,7 @@ from tasks.instruct import PHRASES, render_instruction, render_phrase, structure
 from tasks.preserve import (
     ANSWER_ESSENTIALS,
     Required,
+    check_items_preserved,
     check_preserved,
     code_spans,
     missing_literals,
@@ -116,6 +118,20 @@ def test_a_missing_literal_or_format_word_is_named():
     assert missing_literals("`a`", Required(("a",), ("per line",))) == ["the words 'per line'"]
     # a literal inside a longer code span is not the literal
     assert missing_literals("`git log main`", Required(("main",))) == ["`main`"]
+
+
+def test_each_line_must_carry_its_own_step_literals():
+    graph, trace, checks = chain_task()
+    required = required_literals(FILES.spec, graph, trace, checks)
+    assert required.by_step == (("data/customers.csv", "balance", "out/column_values.txt"),
+                                ("26", "out/first_lines.txt"), ())
+    items = list(render_instruction(FILES, graph, trace, seed=1).items)
+    check_items_preserved(items, required)
+    # `26` still appears elsewhere in the text, but not in the line of its own step
+    items[1] = replace(items[1], text="the first lines of `out/column_values.txt`")
+    with pytest.raises(StageFailure, match="the line for `out/first_lines.txt` lacks `26`"):
+        check_items_preserved(items, required)
+    check_items_preserved(items, required, context="Keep `26` lines.")
 
 
 def test_structure_reflects_the_executed_steps():
