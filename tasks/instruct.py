@@ -62,6 +62,8 @@ class Item:
     answer: bool = False
     phrase: str = ""
     """The rendered intent alone (``text`` minus an answer's format)."""
+    in_place: bool = False
+    """The step changes an existing entry rather than creating one."""
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,8 @@ def instruction_items(eco: Ecosystem, trace: Trace, rng: random.Random) -> list[
         phrase = render_phrase(tool.intent, st.args)
         if tool.effect == "write":
             label = tool.returns.label or "{{ " + str(tool.returns.from_param) + " }}"
-            items.append(Item(render_phrase(label, st.args), phrase, i, phrase=phrase))
+            items.append(Item(render_phrase(label, st.args), phrase, i, phrase=phrase,
+                              in_place=_changes_in_place(tool)))
         elif i == len(trace.steps) - 1 and trace.answer is not None:
             fmt = answer_format(tool.returns.parser, rng)
             items.append(Item(f"`{eco.spec.answer_file}`", f"{phrase}, {fmt}", i, answer=True,
@@ -156,8 +159,12 @@ def render_instruction(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed:
                            else len(items))
     layout_id, layout = _pick(rng, phrases["layouts"])
     closer_id, closer = _pick(rng, phrases["closers"])
-    lines = [layout.format(i=n, target=item.target, text=item.text)
-             for n, item in enumerate(items, start=1)]
+    verbs = phrases.get("verbs", {})
+    lines = []
+    for n, item in enumerate(items, start=1):
+        kind = "answer" if item.answer else "update" if item.in_place else "create"
+        verb = rng.choice(verbs[kind]) if verbs else ""
+        lines.append(layout.format(i=n, verb=verb, target=item.target, text=item.text))
     paragraphs = []
     context = eco.spec.context.strip()
     if context:

@@ -102,8 +102,13 @@ def test_template_instructions_preserve_everything(style):
     assert instruction.text == render_instruction(FILES, graph, trace, 7, style).text
     assert [i.target for i in instruction.items] == ["`out/column_values.txt`",
                                                      "`out/first_lines.txt`", "`answer.txt`"]
-    if style == "step":  # ordered steps, numbered
-        assert "1." in instruction.text or "Step 1" in instruction.text
+    if style == "step":  # ordered, numbered steps, each led by the verb of what it does
+        steps = [ln for ln in instruction.text.splitlines() if ln[:1].isdigit() or
+                 ln.startswith("Step ")]
+        verbs = PHRASES["step"]["verbs"]
+        assert len(steps) == 3
+        for line, kind in zip(steps, ["create", "create", "answer"], strict=True):
+            assert any(f" {v} `" in line for v in verbs[kind]), line
 
 
 def test_a_missing_literal_or_format_word_is_named():
