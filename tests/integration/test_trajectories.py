@@ -86,6 +86,33 @@ def test_both_views_show_the_same_observations_and_the_exact_commands(accepted):
         assert first_ungrounded(function.messages, json.loads(function.tools)) is None
 
 
+@pytest.mark.docker
+def test_service_views_are_grounded_and_replay_in_a_container():
+    from environments.config import DockerConfig
+    from environments.images import ecosystem_image
+
+    eco = ecosystem("service")
+    config = ecosystem_image(eco, DockerConfig())
+    candidates, _ = plan_candidates(eco, 6, run_seed=13)
+    try:
+        outcomes = [build_candidate(c, "service", config, RUN_ID) for c in candidates]
+        accepted = [o for o in outcomes if o.task]
+        assert len(accepted) >= 4, [o.attempt.detail for o in outcomes if not o.task]
+        for o in accepted:
+            terminal = _views(o)["terminal"]["masked"]
+            values = [json.loads(c.function.arguments)
+                      for m in _views(o)["function"]["masked"].messages
+                      for c in m.tool_calls or []]
+            assert first_ungrounded(terminal.messages, json.loads(terminal.tools), values) is None
+            with provider_for(config, RUN_ID).sandbox() as sb:
+                realize(sb, eco, o.task.seed)
+                _replay(sb, [json.loads(c.function.arguments)["command"]
+                             for m in terminal.messages for c in m.tool_calls or []])
+                assert run_verifier(sb, o.task.verifier_py).reward == 1, o.task.instruction
+    finally:
+        close_run(RUN_ID)
+
+
 def _replay(sandbox, commands):
     for command in commands:
         done = sandbox.exec(["bash", "-c", command], timeout=30)
