@@ -7,7 +7,8 @@ largest share of one *phrasing* is the largest share of any opener, closer or wh
 template id — the layout is formatting, not wording.
 
 The audit re-checks what the pipeline enforced, from the shards alone: every task's
-instruction still holds each of its ``instruction_literals`` as a code span, and every
+instruction still holds each of its ``instruction_literals`` as a code span (tasks written
+before these columns existed count as not re-checked: template ``unknown``), and every
 trajectory is grounded (terminal calls are checked with the argument values of the
 matching function-view call).  Rejections come from ``attempts``.
 
@@ -95,22 +96,29 @@ def _grounding(con: duckdb.DuckDBPyConnection) -> dict[str, list[bool]]:
 def instruction_stats(con: duckdb.DuckDBPyConnection, top: int = 5) -> InstructionStats:
     """Diversity and audit figures over the dataset behind ``con`` (views from
     :func:`flows.query.connect`)."""
-    tasks = con.execute("select ecosystem, instruction, template_id, instruction_literals "
-                        "from tasks").fetchall()
+    have = {row[0] for row in con.execute("describe tasks").fetchall()}
+    optional = [c if c in have else f"null as {c}" for c in ("template_id",
+                                                               "instruction_literals")]
+    tasks = [(eco, text, template_id or "unknown", literals) for eco, text, template_id, literals
+             in con.execute(f"select ecosystem, instruction, {', '.join(optional)} "
+                            "from tasks").fetchall()]
     n = len(tasks)
     texts = Counter(t[1] for t in tasks)
-    templates = Counter(t[2] for t in tasks)
+    templates = Counter(t[2] for t in tasks if t[2] != "unknown")
+    recorded = sum(templates.values())
     parts: dict[str, Counter] = {"layout": Counter(), "opener": Counter(), "closer": Counter()}
     for _, _, template_id, _ in tasks:
+        if template_id == "unknown":
+            continue
         base = template_id.split(LLM_SUFFIX)[0]
         style, layout, opener, closer = (base.split("/") + ["", "", ""])[:4]
         parts["layout"][f"{style}/{layout}"] += 1
         parts["opener"][f"{style}/{opener}"] += 1
         parts["closer"][f"{style}/{closer}"] += 1
-    top_variant = {k: _top(c, n, 1)[0] for k, c in parts.items() if c}
+    top_variant = {k: _top(c, recorded, 1)[0] for k, c in parts.items() if c}
     phrasing = [top_variant[k].share for k in ("opener", "closer") if k in top_variant]
     if templates:
-        phrasing.append(templates.most_common(1)[0][1] / n)
+        phrasing.append(templates.most_common(1)[0][1] / recorded)
     grounded = _grounding(con)
     attempts = con.execute("select ecosystem, stage, reason, count(*) from attempts "
                            "group by all").fetchall()
@@ -129,14 +137,16 @@ def instruction_stats(con: duckdb.DuckDBPyConnection, top: int = 5) -> Instructi
         audits.append(EcosystemAudit(
             ecosystem=eco, tasks=len(rows),
             distinct_share=len({r[1] for r in rows}) / len(rows) if rows else 0.0,
-            preserved=sum(not missing_literals(r[1], Required(tuple(r[3]))) for r in rows),
+            preserved=sum(r[3] is not None and not missing_literals(r[1], Required(tuple(r[3])))
+                          for r in rows),
             trajectories=len(grounded.get(eco, [])), grounded=sum(grounded.get(eco, [])),
             candidates=candidates[eco],
             rejected={f"{s}/{r}": rejected[eco][f"{s}/{r}"] for s, r in REJECTIONS}))
     return InstructionStats(
         tasks=n, distinct=len(texts), distinct_share=len(texts) / n if n else 0.0,
         openings=_top(Counter(opening(t[1]) for t in tasks), n, top) if n else [],
-        templates=len(templates), top_template=_top(templates, n, 1)[0] if n else None,
+        templates=len(templates),
+        top_template=_top(templates, recorded, 1)[0] if recorded else None,
         top_variant=top_variant, max_phrasing_share=max(phrasing, default=0.0),
         ecosystems=audits)
 
