@@ -96,9 +96,11 @@ def build_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendCo
                     max_repairs: int = 2, instruction_style: str = "goal") -> Outcome:
     """Run one candidate through every stage and return its attempt (and task, if accepted).
 
-    ``max_repairs=0`` turns targeted repair off (for yield comparisons).  With an LLM
-    configured, the instruction is paraphrased and the reasoning written by it, each kept
-    only when it passes the same checks as the templates."""
+    ``max_repairs=0`` turns targeted repair off (for yield comparisons).  The template
+    instruction is rendered before the gate; once the gate passed, it must preserve every
+    required literal.  With an LLM configured, the instruction is then paraphrased and the
+    reasoning written by it, each kept only when it passes the same checks as the
+    templates."""
     eco = ecosystem(ecosystem_ref)
     provider = provider or provider_for(backend, run_id)
     times = {"sandbox_s": 0.0, "execute_s": 0.0, "gate_s": 0.0, "render_s": 0.0}
@@ -129,18 +131,18 @@ def build_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendCo
             checks = derive_checks(eco, trace, before, after)
             verifier_py = render_verifier(checks, eco.probe_source, task_ref=candidate.candidate_id)
             solution_sh = solution_script(trace, eco.spec.answer_file)
-            stage = "instruct"
-            required = required_literals(eco.spec, graph, trace, checks)
             instructed = render_instruction(eco, graph, trace, candidate.seed, instruction_style)
-            check_preserved(instructed.text, required)
-            check_items_preserved(instructed.items, required, eco.spec.context)
-            if (client := llm_client()) is not None:
-                instructed = paraphrase_instruction(client, instructed, required)
-            instruction = instructed.text
             t = lap("render_s", t)
             stage = "validate"
             gate = run_gate(sb, initial, solution_sh, verifier_py, eco, after)
             t = lap("gate_s", t)
+        stage = "instruct"
+        required = required_literals(eco.spec, graph, trace, checks)
+        check_preserved(instructed.text, required)
+        check_items_preserved(instructed.items, required, eco.spec.context)
+        if (client := llm_client()) is not None:  # after the gate: the sandbox is closed
+            instructed = paraphrase_instruction(client, instructed, required)
+        instruction = instructed.text
         stage = "trajectories"
         digest = env_digest(files)
         task_id = task_id_for(eco, digest, graph, instruction, verifier_py, solution_sh)
