@@ -1,4 +1,4 @@
-"""One candidate, start to finish, in one sandbox: seed, execute, verify, gate, render.
+"""One candidate, start to finish: seed, execute, verify, gate (in a fresh sandbox), render.
 
 This is the body of the per-candidate Prefect task.  It composes the stages in order and
 turns any :class:`StageFailure` into a rejected attempt that names stage and reason.
@@ -28,10 +28,13 @@ from tasks.execute import execute_graph
 from tasks.failures import StageFailure
 from tasks.instruct import render_instruction
 from tasks.llm import LLMClient, LLMConfig
+from tasks.paraphrase import paraphrase_instruction
+from tasks.preserve import check_items_preserved, check_preserved, required_literals
 from tasks.realize import LiveEnvironment, probe
+from tasks.reasoning import LLMReasoner
 from tasks.repair import Repairer
 from tasks.repair_llm import propose_repair
-from tasks.trajectories import render_trajectory
+from tasks.trajectories import render_trajectories
 from tasks.validate import run_gate
 from tasks.verify import derive_checks, render_verifier
 
@@ -46,12 +49,18 @@ class Outcome:
 
 
 @cache
-def llm_repairer() -> Repairer | None:
-    """The LLM repairer when TASKFACTORY_LLM_BASE_URL and _MODEL are set, else None."""
+def llm_client() -> LLMClient | None:
+    """One client per process (one budget, one breaker) when TASKFACTORY_LLM_BASE_URL and
+    _MODEL are set, else None: repair, paraphrase and reasoning all go through it."""
     config = LLMConfig.from_env()
-    if config is None:
+    return LLMClient(config) if config is not None else None
+
+
+def llm_repairer() -> Repairer | None:
+    """The LLM repairer when an LLM is configured, else None."""
+    client = llm_client()
+    if client is None:
         return None
-    client = LLMClient(config)
     return lambda request: propose_repair(client, request)
 
 
@@ -109,12 +118,17 @@ class _Opener:
 
 
 def build_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendConfig,
-                    run_id: str, max_repairs: int = 2) -> Outcome:
+                    run_id: str, max_repairs: int = 2, instruction_style: str = "goal"
+                    ) -> Outcome:
     """Run one candidate through every stage and return its attempt (and task, if accepted).
 
     ``backend`` is the base config (the ecosystem's image is derived from it).  Execution
     runs in one sandbox; the gate in a second, fresh one.  ``max_repairs=0`` turns
-    targeted repair off (for yield comparisons)."""
+    targeted repair off (for yield comparisons).  The template instruction is rendered
+    before the gate (its literals feed a shortcut control); once the gate passed, it must
+    preserve every required literal.  With an LLM configured, the instruction is then
+    paraphrased and the reasoning written by it, each kept only when it passes the same
+    checks as the templates."""
     eco = ecosystem(ecosystem_ref)
     opener = _Opener(eco, backend, run_id, {"taskfactory.candidate": candidate.candidate_id})
     times = {"sandbox_s": 0.0, "execute_s": 0.0, "gate_s": 0.0, "render_s": 0.0}
@@ -141,28 +155,40 @@ def build_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendCo
         checks = derive_checks(eco, trace, before, after)
         verifier_py = render_verifier(checks, eco.probe_source, task_ref=candidate.candidate_id)
         solution_sh = solution_script(trace, eco.spec.answer_file)
-        instruction = render_instruction(eco, candidate, trace)
+        instructed = render_instruction(eco, graph, trace, candidate.seed, instruction_style)
         t = lap("render_s", t)
         stage = "validate"
         with LiveEnvironment(eco, candidate.seed, opener, trace.environment) as fresh:
-            gate = run_gate(fresh, eco, trace, checks, instruction, solution_sh, verifier_py,
-                            before, after)
+            gate = run_gate(fresh, eco, trace, checks, instructed.text, solution_sh,
+                            verifier_py, before, after)
         t = lap("gate_s", t)
-        stage = "render"
+        stage = "instruct"
+        required = required_literals(eco.spec, graph, trace, checks)
+        check_preserved(instructed.text, required)
+        check_items_preserved(instructed.items, required, eco.spec.context)
+        if (client := llm_client()) is not None:  # after the gate: the sandboxes are closed
+            instructed = paraphrase_instruction(client, instructed, required)
+        instruction = instructed.text
+        stage = "trajectories"
         digest = env_digest(files, trace.environment)
         task_id = task_id_for(eco, digest, graph, instruction, verifier_py, solution_sh)
+        reasoner = LLMReasoner(client) if client is not None else None
+        trajectories = render_trajectories(
+            eco, graph, task_id, run_id, instructed, trace, candidate.seed, reasoner,
+            rendering=f"llm:{reasoner.model}" if reasoner else "template")
         now = datetime.now(UTC)
         task = TaskRow(
             task_id=task_id, run_id=run_id, candidate_id=candidate.candidate_id,
             ecosystem=eco.name, ecosystem_version=f"{eco.spec.version}+{eco.digest}",
             seed=candidate.seed, shape=graph.shape, depth=graph.depth, n_steps=len(graph.steps),
             fingerprint=graph.fingerprint(), tools=[s.tool for s in graph.steps],
-            instruction=instruction, answer=trace.answer, solution_sh=solution_sh,
+            instruction=instruction, instruction_style=instructed.style,
+            template_id=instructed.template_id, instruction_literals=list(required.spans),
+            answer=trace.answer, solution_sh=solution_sh,
             verifier_py=verifier_py, checks_json=json.dumps([c.model_dump() for c in checks]),
             graph_json=graph.model_dump_json(), trace_json=trace.model_dump_json(),
             env_digest=digest, image=getattr(backend, "image", "local"), backend=backend.type,
             gate=gate, generator_version=generator_version(), created_at=now)
-        trajectories = [render_trajectory(eco, task_id, run_id, instruction, trace)]
         lap("render_s", t)
         stage = "accepted"
     except StageFailure as failure:

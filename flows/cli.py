@@ -1,4 +1,4 @@
-"""The ``taskfactory`` command line: run, plan, query, serve.
+"""The ``taskfactory`` command line: run, plan, query, stats, export, serve.
 
 Commands that run no flow never import Prefect or Docker.  Bad input ends with one line
 ``taskfactory: error: ...`` on stderr and exit code 2, before anything is written.
@@ -83,7 +83,8 @@ def _settings(args: argparse.Namespace):
     return RunSettings(tasks=args.tasks, seed=args.seed, data=args.data, backend=args.backend,
                        ecosystems=refs, workers=args.workers,
                        depth_weights=_depth_weights(args),
-                       max_repairs=0 if args.no_repair else args.max_repairs)
+                       max_repairs=0 if args.no_repair else args.max_repairs,
+                       instruction_style=args.instruction_style)
 
 
 def _depth_weights(args: argparse.Namespace) -> dict[int, float]:
@@ -164,19 +165,50 @@ def _check_runner(args: argparse.Namespace) -> None:
                          "like tcp://host:8786")
 
 
+def _dataset(data: Path) -> Path:
+    if not data.is_dir():
+        raise UsageError(f"no dataset at {data}; create one with "
+                         f"`taskfactory run --data {data}`")
+    return data
+
+
 def cmd_query(args: argparse.Namespace) -> int:
     import duckdb
 
     from flows.query import format_rows, run_query
 
-    if not args.data.is_dir():
-        raise UsageError(f"no dataset at {args.data}; create one with "
-                         f"`taskfactory run --data {args.data}`")
     try:
-        columns, rows = run_query(args.data, args.sql)
+        columns, rows = run_query(_dataset(args.data), args.sql)
     except duckdb.Error as exc:
         raise UsageError(f"query failed: {str(exc).splitlines()[0]}") from None
     print(format_rows(columns, rows, args.format))
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from flows.query import connect
+    from flows.stats_instructions import format_instruction_stats, instruction_stats
+
+    con = connect(_dataset(args.data))
+    try:
+        stats = instruction_stats(con)
+    finally:
+        con.close()
+    print(stats.model_dump_json(indent=2) if args.format == "json"
+          else format_instruction_stats(stats))
+    return 0
+
+
+def cmd_export_sft(args: argparse.Namespace) -> int:
+    from flows.export_sft import ExportError, export_sft
+
+    try:
+        n = export_sft(args.data, args.out, args.format, args.supervision, args.action_space,
+                       args.arguments)
+    except ExportError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"wrote {n} {args.action_space}/{args.supervision} trajectories as {args.format} "
+          f"JSONL to {args.out}")
     return 0
 
 
@@ -221,6 +253,8 @@ def _run_options(p: argparse.ArgumentParser, default_tasks: int) -> None:
     p.add_argument("--max-repairs", type=int, default=2, choices=range(0, 11), metavar="0..10",
                    help="targeted repairs per candidate (default %(default)s)")
     p.add_argument("--no-repair", action="store_true", help="turn repair off (= --max-repairs 0)")
+    p.add_argument("--instruction-style", choices=["goal", "step"], default="goal",
+                   help="goal: the end state to reach (default); step: ordered steps")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -246,6 +280,23 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--max-depth", type=_positive)
     plan.add_argument("--format", choices=["text", "json"], default="text")
     plan.set_defaults(func=cmd_plan)
+    stats = sub.add_parser("stats", help="dataset statistics: instruction diversity, audits")
+    stats.add_argument("--data", type=Path, default=Path("data"))
+    stats.add_argument("--format", choices=["text", "json"], default="text")
+    stats.set_defaults(func=cmd_stats)
+    export = sub.add_parser("export", help="export the dataset for other tools")
+    targets = export.add_subparsers(dest="target", required=True, parser_class=_Parser)
+    sft = targets.add_parser("sft", help="trajectories as JSONL for SFT trainers")
+    sft.add_argument("--format", choices=["openai", "sharegpt"], default="openai",
+                     help="openai: messages + tools (TRL, axolotl, OpenAI); sharegpt: "
+                          "LLaMA-Factory")
+    sft.add_argument("--supervision", choices=["masked", "full", "actobs"], default="masked")
+    sft.add_argument("--action-space", choices=["function", "terminal"], default="function")
+    sft.add_argument("--arguments", choices=["object", "string"], default="object",
+                     help="tool-call arguments as JSON objects (TRL) or strings (OpenAI API)")
+    sft.add_argument("--out", type=Path, required=True, help="JSONL file to write")
+    sft.add_argument("--data", type=Path, default=Path("data"))
+    sft.set_defaults(func=cmd_export_sft)
     serve = sub.add_parser("serve", help="serve the flow on a cron schedule")
     _run_options(serve, 20)
     serve.add_argument("--cron", default="0 3 * * *")

@@ -120,7 +120,8 @@ def factory(settings: RunSettings, run_id: str | None = None) -> RunSummary:
     write_s = 0.0
     try:
         futures = {candidate_task.submit(c, refs[c.ecosystem], base, run_id,
-                                         max_repairs=settings.max_repairs): c
+                                         max_repairs=settings.max_repairs,
+                                         instruction_style=settings.instruction_style): c
                    for c in candidates}
         for fut in as_completed(list(futures)):
             outcome = fut.result(raise_on_failure=False)

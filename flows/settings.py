@@ -22,6 +22,8 @@ class RunSettings(BaseModel):
     """Built-in names or folders; candidates are split evenly between them."""
     workers: int = Field(4, ge=1, le=64, description="candidates in flight at once")
     max_repairs: int = Field(2, ge=0, le=10, description="targeted repairs per candidate")
+    instruction_style: str = Field("goal", pattern="^(goal|step)$")
+    """``goal``: the end state to reach; ``step``: the same items as ordered steps."""
     depth_weights: dict[int, float] = Field(default_factory=lambda: dict(DEFAULT_DEPTH_WEIGHTS))
     """Relative weight of each workflow depth (1..8) when planning."""
 

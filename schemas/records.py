@@ -13,6 +13,9 @@ SCHEMA_VERSION = 1
 
 Supervision = Literal["masked", "full", "actobs"]
 ActionSpace = Literal["function", "terminal"]
+InstructionStyle = Literal["goal", "step"]
+LLM_SUFFIX = "+llm:"
+"""Appended to a ``template_id``, with the model, when an LLM paraphrase was kept."""
 
 
 class _Row(BaseModel):
@@ -36,6 +39,12 @@ class TaskRow(_Row):
     fingerprint: str
     tools: list[str]
     instruction: str
+    instruction_style: InstructionStyle
+    template_id: str
+    """The template variant that rendered the instruction: ``style/layout/opener/closer``
+    (``+llm:<model>`` appended when an LLM paraphrase was kept)."""
+    instruction_literals: list[str]
+    """Every literal the instruction must hold as a Markdown code span (preservation)."""
     answer: str | None
     solution_sh: str
     verifier_py: str
@@ -67,7 +76,13 @@ class ToolCall(BaseModel):
 
 
 class Message(BaseModel):
-    """One chat message in OpenAI / Hugging Face shape plus per-message loss flags."""
+    """One chat message in OpenAI / Hugging Face shape plus per-message loss flags.
+
+    ``train`` / ``weight`` say whether the whole message is trained (axolotl's
+    ``message_field_training``, OpenAI fine-tuning's ``weight``).  ``reasoning_content``
+    is the assistant's reasoning for that turn; rows that do not train reasoning leave it
+    out, since a per-message flag cannot exclude part of a message.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -89,9 +104,15 @@ class TrajectoryRow(_Row):
     tools: str
     """JSON-encoded list of function definitions."""
     supervision: Supervision
+    """``masked``: assistant tool calls and final answer trained, no reasoning;
+    ``full``: also the reasoning; ``actobs``: also the tool observations."""
     action_space: ActionSpace
+    """``function``: the ecosystem's typed tools; ``terminal``: one ``bash`` tool."""
     reward: float
     n_turns: int
+    """Assistant messages."""
+    rendering: str = "template"
+    """``template``, or ``llm:<model>`` when the reasoning came from an LLM."""
     created_at: datetime
 
 

@@ -24,6 +24,8 @@ Reason = Literal[
     "partial_solution_passed",  # ... after the reference minus its last mutating step
     "literals_passed",   # ... when outputs hold only the instruction's literals
     "sandbox",           # the sandbox itself failed (engine error)
+    "not_preserved",     # the instruction lacks a literal the solver needs or the verifier reads
+    "ungrounded",        # a trajectory uses a value the agent could not have seen
 ]
 
 REPAIRABLE: tuple[Reason, ...] = ("environment", "binding", "tool_error", "timeout",

@@ -1,46 +1,77 @@
-"""Instructions: goal-style text derived from the executed trace.
+"""Instructions: text derived from the executed trace, in goal or step style.
 
-Each tool's ``intent`` (a jinja2 noun phrase) describes what a step produced; inputs
-render as code spans.  A goal-style instruction lists every output the verifier checks
-and the literal each needs, never the commands.  Phrasing varies with the candidate seed.
+Each tool's ``intent`` (a jinja2 noun phrase) describes what a step produced; every value
+it interpolates renders as a Markdown code span, so every literal of an instruction is a
+code span.  A **goal**-style instruction lists every output the verifier checks, with the
+literals it needs, and never the commands; a **step**-style one lists the same items as
+ordered steps.  The wording varies with the candidate seed: the opener (drawn from pools
+that fit the executed graph's structure), the item layout, the answer format phrasing,
+the closer and the context label come from ``templates/instruction_phrases.yaml``, and
+the ids of the variants drawn form the instruction's ``template_id``.
+
+Templates are compiled once per process; rendering is pure Python.
 """
 
 from __future__ import annotations
 
 import random
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import jinja2
+import yaml
 
 from environments.ecosystems import Ecosystem
 from schemas.ecosystem import ToolSpec
-from schemas.graph import Candidate
+from schemas.graph import WorkflowGraph
 from schemas.trace import Trace
+
+TEMPLATES = Path(__file__).parent / "templates"
+PHRASES: dict = yaml.safe_load((TEMPLATES / "instruction_phrases.yaml").read_text())
+STYLES = ("goal", "step")
 
 _INTENT = jinja2.Environment(finalize=lambda v: f"`{v}`", autoescape=False,
                              undefined=jinja2.StrictUndefined)
-_TEMPLATES = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
-    autoescape=False, undefined=jinja2.StrictUndefined, trim_blocks=True)
+_PAGE = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=False,
+                           undefined=jinja2.StrictUndefined, trim_blocks=True,
+                           ).get_template("instruction.md.j2")
+_NUMBERS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+            "ten", "eleven", "twelve"]
 
-OPENERS = [
-    "When you are done, the following must hold:",
-    "Bring the environment into this state:",
-    "Produce the following results:",
-    "Create or update the following:",
-    "Prepare the following outputs:",
-]
-IN_ORDER = ("The items are listed in order: each one refers to the state left by the items "
-            "before it.")
-CLOSERS = [
-    "Paths are relative to the current directory. Change nothing that is not listed.",
-    "Leave everything else unchanged.",
-    "Paths are relative to the working directory; do not touch anything not listed.",
-    "Only what is listed above may be created or changed.",
-]
-ANSWER_FORMATS = {"int": "as a plain integer", "number": "as a plain number",
-                  "text": "exactly as stored, on one line", "lines": "one item per line",
-                  "json": "as JSON"}
+
+@lru_cache(maxsize=4096)
+def _template(source: str) -> jinja2.Template:
+    return _INTENT.from_string(source)
+
+
+def render_phrase(source: str, args: dict[str, str]) -> str:
+    """A tool's jinja2 ``intent`` or ``label`` with every value as a code span."""
+    return _template(source).render(**args)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One thing the instruction asks for: where it goes and what it must hold."""
+
+    target: str
+    text: str
+    step: int
+    """Index of the trace step that produces it."""
+    answer: bool = False
+    phrase: str = ""
+    """The rendered intent alone (``text`` minus an answer's format)."""
+    in_place: bool = False
+    """The step changes an existing entry rather than creating one."""
+
+
+@dataclass(frozen=True)
+class Instruction:
+    text: str
+    style: str
+    template_id: str
+    items: tuple[Item, ...]
 
 
 def _changes_in_place(tool: ToolSpec) -> bool:
@@ -49,22 +80,99 @@ def _changes_in_place(tool: ToolSpec) -> bool:
     return tool.param(tool.returns.from_param).fresh is None
 
 
-def render_instruction(eco: Ecosystem, candidate: Candidate, trace: Trace) -> str:
-    """The goal-style instruction for a validated trace."""
-    rng = random.Random(f"instruction:{candidate.seed}")
+def structure(graph: WorkflowGraph, trace: Trace) -> str:
+    """How the executed steps connect: ``single``, ``chain`` (each step consumes the one
+    before), ``branch`` (one output feeds several steps), ``join`` (a step combines several
+    outputs), ``diamond`` (both), ``loose`` (no step consumes another) or ``mixed``."""
+    ran = [st.step_id for st in trace.steps]
+    if len(ran) == 1:
+        return "single"
+    steps = [s for s in graph.steps if s.id in set(ran)]
+    uses: Counter[str] = Counter()
+    joins = chained = 0
+    for i, s in enumerate(steps):
+        ups = {b.step for b in s.bind.values() if b.kind == "step"}
+        uses.update(ups)
+        joins += len(ups) >= 2
+        chained += i > 0 and steps[i - 1].id in ups
+    branches = any(n >= 2 for n in uses.values())
+    if branches and joins:
+        return "diamond"
+    if joins:
+        return "join"
+    if branches:
+        return "branch"
+    if chained == len(steps) - 1:
+        return "chain"
+    return "loose" if not uses else "mixed"
+
+
+def answer_format(parser: str, rng: random.Random) -> str:
+    formats = PHRASES["answer_formats"]
+    return rng.choice(formats.get(parser, formats["other"]))
+
+
+def instruction_items(eco: Ecosystem, trace: Trace, rng: random.Random) -> list[Item]:
+    """Every write step's output, then the answer of a final read step."""
     items = []
-    for st in trace.steps:
+    for i, st in enumerate(trace.steps):
         tool = eco.spec.tool(st.tool)
-        phrase = _INTENT.from_string(tool.intent).render(**st.args)
+        phrase = render_phrase(tool.intent, st.args)
         if tool.effect == "write":
             label = tool.returns.label or "{{ " + str(tool.returns.from_param) + " }}"
-            items.append({"target": _INTENT.from_string(label).render(**st.args),
-                          "text": phrase})
-        elif st is trace.steps[-1]:
-            fmt = ANSWER_FORMATS.get(tool.returns.parser, "on one line")
-            items.append({"target": f"`{eco.spec.answer_file}`", "text": f"{phrase}, {fmt}"})
-    in_place = any(_changes_in_place(eco.spec.tool(st.tool)) for st in trace.steps[:-1])
-    return _TEMPLATES.get_template("instruction_goal.md.j2").render(
-        context=eco.spec.context.strip(), opener=rng.choice(OPENERS),
-        order=IN_ORDER if in_place else "", closer=rng.choice(CLOSERS),
-        items=items).strip() + "\n"
+            items.append(Item(render_phrase(label, st.args), phrase, i, phrase=phrase,
+                              in_place=_changes_in_place(tool)))
+        elif i == len(trace.steps) - 1 and trace.answer is not None:
+            fmt = answer_format(tool.returns.parser, rng)
+            items.append(Item(f"`{eco.spec.answer_file}`", f"{phrase}, {fmt}", i, answer=True,
+                              phrase=phrase))
+    return items
+
+
+def _pick(rng: random.Random, pool: dict[str, str]) -> tuple[str, str]:
+    key = rng.choice(sorted(pool))
+    return key, pool[key]
+
+
+def _opener_pool(style: str, shape: str, items: list[Item]) -> dict[str, str]:
+    openers = PHRASES[style]["openers"]
+    pool = dict(openers["any"])
+    if style == "goal":
+        if len(items) >= 2:
+            pool.update(openers["several"])
+        pool.update(openers.get(shape, {}))
+        if len(items) == 1 and items[0].answer:
+            pool.update(openers["answer_only"])
+    return pool
+
+
+def render_instruction(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed: int,
+                       style: str = "goal") -> Instruction:
+    """The instruction for a validated trace; the same seed gives the same text."""
+    if style not in STYLES:
+        raise ValueError(f"unknown instruction style {style!r}; use one of {STYLES}")
+    rng = random.Random(f"instruction:{style}:{eco.name}:{seed}:{graph.fingerprint()}")
+    phrases = PHRASES[style]
+    items = instruction_items(eco, trace, rng)
+    opener_id, opener = _pick(rng, _opener_pool(style, structure(graph, trace), items))
+    opener = opener.format(n=_NUMBERS[len(items)] if len(items) < len(_NUMBERS)
+                           else len(items))
+    layout_id, layout = _pick(rng, phrases["layouts"])
+    closer_id, closer = _pick(rng, phrases["closers"])
+    verbs = phrases.get("verbs", {})
+    lines = []
+    for n, item in enumerate(items, start=1):
+        kind = "answer" if item.answer else "update" if item.in_place else "create"
+        verb = rng.choice(verbs[kind]) if verbs else ""
+        lines.append(layout.format(i=n, verb=verb, target=item.target, text=item.text))
+    paragraphs = []
+    context = eco.spec.context.strip()
+    if context:
+        paragraphs.append(_pick(rng, PHRASES["goal"]["context_labels"])[1] + context)
+    if style == "goal" and any(_changes_in_place(eco.spec.tool(st.tool))
+                               for st in trace.steps[:-1]):
+        paragraphs.append(_pick(rng, phrases["order_notes"])[1])
+    text = _PAGE.render(opener=opener, lines=lines, paragraphs=paragraphs, closer=closer)
+    return Instruction(text=text.strip() + "\n", style=style,
+                       template_id=f"{style}/{layout_id}/{opener_id}/{closer_id}",
+                       items=tuple(items))

@@ -58,14 +58,17 @@ class LLMConfig(BaseModel, extra="forbid"):
         """Config from TASKFACTORY_LLM_* (falling back to OPENAI_*); ``None`` = LLM off.
 
         TASKFACTORY_LLM_BASE_URL (or OPENAI_BASE_URL) and TASKFACTORY_LLM_MODEL are required;
-        TASKFACTORY_LLM_API_KEY (or OPENAI_API_KEY) is optional.
+        TASKFACTORY_LLM_API_KEY (or OPENAI_API_KEY) and TASKFACTORY_LLM_CACHE_DIR (the disk
+        cache; none by default) are optional.
         """
         base_url = env.get("TASKFACTORY_LLM_BASE_URL") or env.get("OPENAI_BASE_URL")
         model = env.get("TASKFACTORY_LLM_MODEL")
         if not base_url or not model:
             return None
         api_key = env.get("TASKFACTORY_LLM_API_KEY") or env.get("OPENAI_API_KEY") or "none"
-        return cls(base_url=base_url, model=model, api_key=api_key)
+        cache = env.get("TASKFACTORY_LLM_CACHE_DIR")
+        return cls(base_url=base_url, model=model, api_key=api_key,
+                   cache_dir=Path(cache) if cache else None)
 
 
 class LLMError(Exception):

@@ -17,18 +17,16 @@ fake that output, which is then left untouched).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from environments.ecosystems import Ecosystem
 from schemas.verifier import Check
-
-_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+from tasks.markdown import code_spans
 
 
 def literals(instruction: str) -> list[str]:
     """The instruction's code spans, each once, in order of appearance."""
-    return list(dict.fromkeys(_CODE_SPAN.findall(instruction)))
+    return list(dict.fromkeys(code_spans(instruction)))
 
 
 @dataclass

@@ -1,41 +1,91 @@
-"""Trajectories: SFT samples rendered from a validated trace.
+"""Trajectories: SFT samples rendered from a validated trace, two views x three masks.
 
-The ``function`` action space exposes the ecosystem's tools as JSON-schema functions
-(plus ``write_answer`` for tasks that end in an answer).  In ``masked`` supervision,
-assistant tool calls and the final message are trained; everything else is context.
+Action spaces, both from the same trace and the same observations:
+
+- ``function``: the ecosystem's tools as JSON-schema functions, one call per step with
+  the step's arguments as a JSON string (typed per the parameter's ``json_type``), plus a
+  ``write_answer`` tool for tasks that end in an answer;
+- ``terminal``: one ``bash`` tool whose calls are the exact commands that ran; the answer
+  is written with ``printf '%s\\n' <answer> > answer.txt`` after the agent has read it
+  (the verifier accepts it exactly as it accepts ``solve.sh``'s redirect).
+
+Observations are the same text in both, truncated the same way (tail kept, marked).
+Supervision modes derive from one message list per view: ``masked`` trains assistant
+calls and the final answer and carries no reasoning (a per-message flag cannot exclude
+part of a message); ``full`` also carries and trains the reasoning; ``actobs`` also
+trains the tool observations.  Every view is grounding-checked before rows are made:
+a value the agent could not have seen raises ``trajectories/ungrounded``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import shlex
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from environments.ecosystems import Ecosystem
-from schemas.records import FunctionCall, Message, ToolCall, TrajectoryRow
+from schemas.ecosystem import ToolSpec
+from schemas.graph import WorkflowGraph
+from schemas.records import (
+    ActionSpace,
+    FunctionCall,
+    Message,
+    Supervision,
+    ToolCall,
+    TrajectoryRow,
+)
 from schemas.trace import Observation, Trace
+from tasks.failures import StageFailure
+from tasks.grounding import first_ungrounded
+from tasks.instruct import Instruction
+from tasks.reasoning import final_answer, template_reasoning
 
 OBSERVATION_CAP = 4000
-SYSTEM_PROMPT = (
-    "You operate a Linux workspace through the provided tools. Work in the current "
-    "directory, call one tool at a time, and read each result before the next call."
-)
-WRITE_ANSWER = {
+ACTION_SPACES: tuple[ActionSpace, ...] = ("function", "terminal")
+SUPERVISIONS: tuple[Supervision, ...] = ("masked", "full", "actobs")
+NO_OUTPUT = "(no output)"
+SYSTEM_PROMPTS = {
+    "function": ("You operate a Linux workspace through the provided tools. Work in the "
+                 "current directory, call one tool at a time, and read each result before "
+                 "the next call."),
+    "terminal": ("You operate a Linux workspace through a bash tool: each call runs one "
+                 "command in the current directory and returns its output. Run one command "
+                 "at a time and read each result before the next."),
+}
+BASH = {
     "type": "function",
     "function": {
-        "name": "write_answer",
-        "description": "Write the final answer to answer.txt in the workspace.",
+        "name": "bash",
+        "description": ("Run a bash command in the workspace's current directory; returns "
+                        "its stdout, then its stderr and exit code when they are not empty."),
         "parameters": {"type": "object",
-                       "properties": {"value": {"type": "string",
-                                                "description": "The answer, on one line."}},
-                       "required": ["value"]},
+                       "properties": {"command": {"type": "string",
+                                                  "description": "The command to run."}},
+                       "required": ["command"]},
     },
 }
 
+Reasoner = Callable[[Sequence[Message], list[dict], dict | None, str], str]
+"""(visible prefix, tools, next call or None for the final turn, template text) -> text."""
 
-def observation_text(obs: Observation, cap: int = OBSERVATION_CAP) -> str:
-    """What the agent sees of a command's result, truncated (tail kept, marked) past ``cap``."""
-    text = obs.stdout if obs.stdout else "(no output)"
+
+def write_answer_tool(answer_file: str) -> dict:
+    return {"type": "function", "function": {
+        "name": "write_answer",
+        "description": f"Write the final answer to {answer_file} in the workspace.",
+        "parameters": {"type": "object",
+                       "properties": {"value": {"type": "string",
+                                                "description": "The answer text."}},
+                       "required": ["value"]}}}
+
+
+def observation_text(obs: Observation, cap: int | None = None) -> str:
+    """What the agent sees of a command's result, truncated (tail kept, marked) past ``cap``
+    characters (default ``OBSERVATION_CAP``)."""
+    cap = OBSERVATION_CAP if cap is None else cap
+    text = obs.stdout if obs.stdout else NO_OUTPUT
     if obs.stderr.strip():
         text += f"\n[stderr]\n{obs.stderr}"
     if obs.exit_code != 0:
@@ -45,40 +95,110 @@ def observation_text(obs: Observation, cap: int = OBSERVATION_CAP) -> str:
     return text
 
 
-def _assistant(call_id: str, name: str, args: dict, reasoning: str) -> Message:
+def typed_arguments(tool: ToolSpec, args: dict[str, str]) -> dict[str, object]:
+    """Arguments as JSON values of the parameters' ``json_type``; a number keeps its text
+    (``str(value)`` gives back exactly what ran), else it stays a string."""
+    out: dict[str, object] = {}
+    for p in tool.params:
+        value: object = args[p.name]
+        if p.json_type in ("integer", "number"):
+            try:
+                parsed = json.loads(args[p.name])
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, int | float) and not isinstance(parsed, bool) \
+                    and str(parsed) == args[p.name]:
+                value = parsed
+        out[p.name] = value
+    return out
+
+
+def _call(turn: int, name: str, args: dict, reasoning: str) -> Message:
     return Message(role="assistant", content="", reasoning_content=reasoning,
-                   tool_calls=[ToolCall(id=call_id, function=FunctionCall(
-                       name=name, arguments=json.dumps(args, sort_keys=True)))],
-                   train=True, weight=1)
+                   tool_calls=[ToolCall(id=f"call_{turn}", function=FunctionCall(
+                       name=name, arguments=json.dumps(args, sort_keys=True)))])
 
 
-def render_trajectory(eco: Ecosystem, task_id: str, run_id: str, instruction: str,
-                      trace: Trace) -> TrajectoryRow:
-    """One ``function`` / ``masked`` trajectory for a validated task."""
-    messages = [Message(role="system", content=SYSTEM_PROMPT),
-                Message(role="user", content=instruction)]
-    for i, st in enumerate(trace.steps, start=1):
-        tool = eco.spec.tool(st.tool)
-        call_id = f"call_{i}"
-        why = f"To get {tool.description[0].lower() + tool.description[1:].rstrip('.')}, " \
-              f"I call {tool.name} with {', '.join(f'{k}={v}' for k, v in st.args.items())}."
-        messages.append(_assistant(call_id, tool.name, st.args, why))
-        messages.append(Message(role="tool", tool_call_id=call_id, name=tool.name,
-                                content=observation_text(st.observation)))
-    tools = [t.json_schema() for t in eco.spec.tools]
+def conversation(eco: Ecosystem, graph: WorkflowGraph, instruction: Instruction, trace: Trace,
+                 action_space: ActionSpace, seed: int, reasoner: Reasoner | None = None,
+                 ) -> tuple[list[Message], list[dict], list[dict[str, object]]]:
+    """The view's messages (with reasoning, no loss flags), its tools, and per tool call
+    the literal values it uses (for the grounding check)."""
+    answer_file = eco.spec.answer_file
+    texts = template_reasoning(eco, graph, trace, instruction.items, action_space, seed)
+    if action_space == "function":
+        tools = [t.json_schema() for t in eco.spec.tools]
+        if trace.answer is not None:
+            tools.append(write_answer_tool(answer_file))
+    else:
+        tools = [BASH]
+    messages = [Message(role="system", content=SYSTEM_PROMPTS[action_space]),
+                Message(role="user", content=instruction.text)]
+    calls: list[tuple[str, dict, dict[str, object], str]] = []
+    for st in trace.steps:
+        if action_space == "function":
+            args = typed_arguments(eco.spec.tool(st.tool), st.args)
+            calls.append((st.tool, args, args, observation_text(st.observation)))
+        else:
+            calls.append(("bash", {"command": st.command}, dict(st.args),
+                          observation_text(st.observation)))
     if trace.answer is not None:
-        call_id = f"call_{len(trace.steps) + 1}"
-        messages.append(_assistant(call_id, "write_answer", {"value": trace.answer},
-                                   "The last result is the answer; I save it to answer.txt."))
-        messages.append(Message(role="tool", tool_call_id=call_id, name="write_answer",
-                                content="(no output)"))
-        tools.append(WRITE_ANSWER)
-    final = "Done. " + (f"The answer is {trace.answer}." if trace.answer is not None
-                        else "The requested files are in place.")
-    messages.append(Message(role="assistant", content=final, train=True, weight=1))
-    tid = hashlib.sha256(f"{task_id}:function:masked".encode()).hexdigest()[:20]
-    return TrajectoryRow(
-        trajectory_id=tid, task_id=task_id, run_id=run_id, messages=messages,
-        tools=json.dumps(tools, sort_keys=True), supervision="masked", action_space="function",
-        reward=1.0, n_turns=sum(m.role == "assistant" for m in messages),
-        created_at=datetime.now(UTC))
+        if action_space == "function":
+            calls.append(("write_answer", {"value": trace.answer}, {"value": trace.answer},
+                          NO_OUTPUT))
+        else:
+            command = f"printf '%s\\n' {shlex.quote(trace.answer)} > {shlex.quote(answer_file)}"
+            calls.append(("bash", {"command": command}, {"value": trace.answer}, NO_OUTPUT))
+    for turn, (name, args, _, observed) in enumerate(calls, start=1):
+        text = texts[turn - 1]
+        if reasoner is not None:
+            text = reasoner(messages, tools, {"name": name, "arguments": args}, text)
+        messages.append(_call(turn, name, args, text))
+        messages.append(Message(role="tool", tool_call_id=f"call_{turn}", name=name,
+                                content=observed))
+    text = texts[-1] if reasoner is None else reasoner(messages, tools, None, texts[-1])
+    messages.append(Message(role="assistant", reasoning_content=text,
+                            content=final_answer(eco, trace, instruction.items, seed)))
+    return messages, tools, [values for _, _, values, _ in calls]
+
+
+def supervise(messages: Sequence[Message], mode: Supervision) -> list[Message]:
+    """The loss flags of ``mode``: assistant messages are trained in every mode, tool
+    observations in ``actobs`` only; ``masked`` drops the reasoning."""
+    out = []
+    for m in messages:
+        train = m.role == "assistant" or (mode == "actobs" and m.role == "tool")
+        update: dict = {"train": train, "weight": int(train)}
+        if mode == "masked":
+            update["reasoning_content"] = None
+        out.append(m.model_copy(update=update))
+    return out
+
+
+def trajectory_id(task_id: str, action_space: str, supervision: str, rendering: str) -> str:
+    blob = json.dumps([task_id, action_space, supervision, rendering])
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def render_trajectories(eco: Ecosystem, graph: WorkflowGraph, task_id: str, run_id: str,
+                        instruction: Instruction, trace: Trace, seed: int,
+                        reasoner: Reasoner | None = None, rendering: str = "template",
+                        ) -> list[TrajectoryRow]:
+    """Six rows (two views x three supervision modes), every view grounding-checked."""
+    rows = []
+    now = datetime.now(UTC)
+    for space in ACTION_SPACES:
+        messages, tools, values = conversation(eco, graph, instruction, trace, space, seed,
+                                               reasoner)
+        problem = first_ungrounded(messages, tools, values)
+        if problem is not None:
+            raise StageFailure("trajectories", "ungrounded", f"{space} view, {problem}")
+        tools_json = json.dumps(tools, sort_keys=True)
+        n_turns = sum(m.role == "assistant" for m in messages)
+        for mode in SUPERVISIONS:
+            rows.append(TrajectoryRow(
+                trajectory_id=trajectory_id(task_id, space, mode, rendering), task_id=task_id,
+                run_id=run_id, messages=supervise(messages, mode), tools=tools_json,
+                supervision=mode, action_space=space, reward=1.0, n_turns=n_turns,
+                rendering=rendering, created_at=now))
+    return rows

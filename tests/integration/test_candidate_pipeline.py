@@ -37,7 +37,9 @@ def test_candidates_are_accepted_with_gate_results(backend):
         assert t.gate.baseline_reward == 0.0 and t.gate.reference_reward == 1.0
         assert t.gate.reference_checks_passed == t.gate.checks_total > 0
         assert o.attempt.status == "accepted" and o.attempt.task_id == t.task_id
-        assert len(o.trajectories) == 1 and o.trajectories[0].task_id == t.task_id
+        assert {(r.action_space, r.supervision) for r in o.trajectories} == {
+            (a, s) for a in ("function", "terminal") for s in ("masked", "full", "actobs")}
+        assert all(r.task_id == t.task_id for r in o.trajectories)
         checks = [Check(**c) for c in json.loads(t.checks_json)]
         for c in checks:  # every checked output is named in the instruction
             assert f"`{c.key}`" in t.instruction

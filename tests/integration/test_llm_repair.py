@@ -13,6 +13,7 @@ from environments.config import LocalConfig
 from flows import candidate as candidate_module
 from flows.candidate import build_candidate
 from flows.providers import close_run
+from tasks.repair_llm import SYSTEM_PROMPT
 from tests.integration.test_faults import FAULTS, planted
 from tests.support.openai_server import OpenAIServer
 
@@ -24,9 +25,9 @@ def llm(monkeypatch, tmp_path):
     with OpenAIServer() as server:
         monkeypatch.setenv("TASKFACTORY_LLM_BASE_URL", server.base_url)
         monkeypatch.setenv("TASKFACTORY_LLM_MODEL", "test-model")
-        candidate_module.llm_repairer.cache_clear()
+        candidate_module.llm_client.cache_clear()
         yield server
-    candidate_module.llm_repairer.cache_clear()
+    candidate_module.llm_client.cache_clear()
     close_run(RUN_ID)
 
 
@@ -40,7 +41,8 @@ def test_good_rebind_repairs_only_the_failing_step(llm):
     trace = json.loads(outcome.task.trace_json)
     assert trace["steps"][1]["args"]["n"] == "1"
     assert "`1`" in outcome.task.instruction
-    assert llm.request_count == 1
+    # one repair request; the same client then paraphrases and writes reasoning
+    assert [r["messages"][1]["content"] for r in llm.requests].count(SYSTEM_PROMPT) == 1
 
 
 @pytest.mark.parametrize("answer", ["malformed", "unknown-param", "server-error"])

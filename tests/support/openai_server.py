@@ -8,6 +8,8 @@ thread.  Tests enqueue behaviours, consumed one per request, in order::
         client = LLMClient(LLMConfig(base_url=srv.base_url, model="m"))
 
 When the queue is empty the ``default`` behaviour answers (an ``ok("{}")`` unless given).
+``reply(fn)`` answers with ``fn(request_body)`` (a dict is JSON-encoded), for replies that
+depend on the prompt, such as a paraphrase of the instruction it carries.
 Every request body (parsed JSON) is recorded in :attr:`OpenAIServer.requests`, so a test can
 count HTTP calls and inspect prompts.  A ``sleep`` behaviour waits on a stop event, so a
 sleeping request never holds up :meth:`OpenAIServer.stop`.
@@ -19,7 +21,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -44,6 +46,7 @@ class Behaviour:
     usage: bool = True  # False -> omit the ``usage`` block entirely
     code: int = 200
     delay_s: float = 0.0
+    compute: Callable[[dict[str, Any]], Any] | None = None  # content from the request body
 
 
 def _content_text(content: Any) -> str:
@@ -75,6 +78,10 @@ class OpenAIServer:
         return self.enqueue(
             Behaviour(content=_content_text(content), total_tokens=total_tokens, usage=usage)
         )
+
+    def reply(self, fn: Callable[[dict[str, Any]], Any]) -> OpenAIServer:
+        """Answer 200 with ``fn(request_body)`` (a dict/list is JSON-encoded)."""
+        return self.enqueue(Behaviour(compute=fn))
 
     def malformed(self, content: str = "not json {") -> OpenAIServer:
         """A well-formed 200 envelope whose message content is not valid JSON."""
@@ -173,6 +180,8 @@ class _Handler(BaseHTTPRequestHandler):
         if b.kind == "status":
             self._send(b.code, _error(b.code, b.content))
             return
+        if b.compute is not None:
+            b = Behaviour(content=_content_text(b.compute(body)), total_tokens=b.total_tokens)
         prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
         payload: dict[str, Any] = {
             "id": f"chatcmpl-test{len(self.owner.requests)}",

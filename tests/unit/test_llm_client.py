@@ -264,4 +264,7 @@ def test_from_env() -> None:
     bare = LLMConfig.from_env(
         {"TASKFACTORY_LLM_BASE_URL": "http://h/v1", "TASKFACTORY_LLM_MODEL": "m"}
     )
-    assert bare is not None and bare.api_key == "none"
+    assert bare is not None and bare.api_key == "none" and bare.cache_dir is None
+    cached = LLMConfig.from_env({"TASKFACTORY_LLM_BASE_URL": "http://h/v1",
+                                 "TASKFACTORY_LLM_MODEL": "m", "TASKFACTORY_LLM_CACHE_DIR": "c"})
+    assert cached is not None and cached.cache_dir == Path("c")

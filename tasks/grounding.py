@@ -1,0 +1,110 @@
+"""Grounding: every value a trajectory uses must be visible to the agent when it is used.
+
+A value is **grounded** at a point of the conversation when it appears
+
+- in the instruction, inside a Markdown code span (the instruction's literals);
+- in the JSON schema of the tool being called (an enum value, a documented default);
+- or in an earlier tool observation, as written there (the observation text as the
+  agent sees it, truncation included).
+
+"Appears" means as a whole token: a value that begins or ends with a letter, digit or
+underscore must not continue a longer word there, nor a dotted one (``42`` is not
+grounded by ``142`` or ``42.5``, ``a.txt`` not by ``a.txt.bak``).
+
+The check covers the arguments of every assistant tool call — in the ``function`` view
+the JSON arguments; in the ``terminal`` view the values substituted into each command,
+given as ``call_values`` because a command line is not itself a value to look up — and
+the code spans an assistant quotes in its reasoning or final answer, which may only name
+what was visible (tool names included).  Only standard-library and schema imports: the
+stats command re-checks shards with it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+from schemas.records import Message
+from tasks.markdown import code_spans
+
+_WORD = re.compile(r"\w")
+
+
+def _pattern(value: str) -> re.Pattern[str]:
+    left = r"(?<!\w)(?<!\w\.)" if _WORD.match(value[:1]) else ""
+    right = r"(?!\w)(?!\.\w)" if _WORD.match(value[-1:]) else ""
+    return re.compile(left + re.escape(value) + right)
+
+
+def appears(value: str, texts: Sequence[str]) -> bool:
+    """True when ``value`` occurs as a whole token in one of ``texts`` (see module doc)."""
+    if not value:
+        return True
+    pattern = _pattern(value)
+    return any(pattern.search(t) for t in texts)
+
+
+def value_text(value: object) -> str:
+    """How an argument value is looked up: strings as they are, others as JSON."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+class Visible:
+    """What the agent has seen so far: instruction literals, tool schemas, observations."""
+
+    def __init__(self, tools: list[dict]) -> None:
+        self.schemas = {t["function"]["name"]: json.dumps(t, sort_keys=True) for t in tools}
+        self.spans: list[str] = []
+        self.observations: list[str] = []
+
+    def see(self, message: Message) -> None:
+        """Take in a user message (its code spans) or a tool message (its text)."""
+        if message.role == "user":
+            self.spans.extend(code_spans(message.content))
+        elif message.role == "tool":
+            self.observations.append(message.content)
+
+    def value(self, value: object, tool: str) -> bool:
+        """Is an argument value of a call to ``tool`` grounded?"""
+        text = value_text(value)
+        return (any(appears(text, [s]) for s in self.spans)
+                or appears(text, [self.schemas.get(tool, ""), *self.observations]))
+
+    def quote(self, quoted: str) -> bool:
+        """May an assistant quote ``quoted`` (in a code span) at this point?"""
+        return quoted in self.spans or appears(quoted, [*self.observations, *self.schemas])
+
+    def first_unseen_quote(self, text: str) -> str | None:
+        return next((q for q in code_spans(text) if not self.quote(q)), None)
+
+
+def first_ungrounded(messages: Sequence[Message], tools: list[dict],
+                     call_values: Sequence[dict[str, object]] | None = None) -> str | None:
+    """The first value of the conversation that was not visible when used, described in
+    one line (message, call and argument named); ``None`` when everything is grounded.
+
+    ``call_values[k]`` replaces the arguments of the k-th tool call (terminal view)."""
+    seen = Visible(tools)
+    k = 0
+    for turn, m in enumerate(messages):
+        if m.role != "assistant":
+            seen.see(m)
+            continue
+        for text, what in ((m.reasoning_content or "", "reasoning"), (m.content, "answer")):
+            quoted = seen.first_unseen_quote(text)
+            if quoted is not None:
+                return f"message {turn}: the {what} quotes `{quoted}`, which nothing showed"
+        for call in m.tool_calls or []:
+            name = call.function.name
+            values = (call_values[k] if call_values is not None
+                      else json.loads(call.function.arguments))
+            k += 1
+            for arg, value in values.items():
+                if not seen.value(value, name):
+                    text = value_text(value)
+                    shown = text if len(text) <= 60 else text[:57] + "..."
+                    return (f"message {turn}: {name} argument {arg}={shown!r} appears in "
+                            "neither the instruction, the tool schema nor an earlier "
+                            "observation")
+    return None

@@ -1,0 +1,190 @@
+"""Reasoning annotations: for each assistant turn, why this call, from what is visible.
+
+The template reasoner writes one short paragraph per turn from what the agent can see at
+that point: the instruction item the call produces, the earlier calls whose results it
+consumes, and for the answer the observation just returned — never a later result.
+Values it quotes are code spans taken from the instruction or an earlier observation, so
+the grounding check (:mod:`tasks.grounding`) applies to reasoning as well.
+
+An optional LLM reasoner (:class:`LLMReasoner`) rewrites each turn's reasoning from the
+visible conversation prefix only; a reply that quotes anything not visible is rejected
+(counted on the client) and the template text is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import re
+import shlex
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from environments.ecosystems import Ecosystem
+from schemas.graph import WorkflowGraph
+from schemas.records import Message
+from schemas.trace import Trace
+from tasks.grounding import Visible
+from tasks.instruct import Item
+from tasks.llm import LLMClient, LLMError
+
+log = logging.getLogger(__name__)
+PURPOSE = "reasoning"
+SHORT_ANSWER = 60
+
+_FIRST = ["I start with", "First comes", "To begin, I produce", "The first item is"]
+_NEXT = ["Next is", "Now for", "The next item is", "I still need", "Then comes"]
+_FUNCTION = ["The `{tool}` tool does exactly this.", "`{tool}` produces this in one call.",
+             "I call `{tool}` for it."]
+_TERMINAL = ["One shell command does it, with {programs}.", "I run it with {programs}.",
+             "{Programs} can do this in one command."]
+_READ = ["To answer, I need {text}.", "The question asks for {text}.",
+         "What remains is the answer: {text}."]
+_FROM_FILE = "It starts from {values}, which an earlier call created."
+_FROM_PRINT = "It uses {values}, printed by an earlier call."
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_PROGRAM_NAME = re.compile(r"^[a-z][a-z0-9_.+-]*$")
+_SEPARATORS = {"&&", "||", "|", ";", "(", ")", "<(", ">(", "&", "{", "}", "then", "do", "if",
+               "else"}
+_NOT_PROGRAMS = {"if", "then", "fi", "else", "do", "done", "echo", "exit", "test", "true"}
+
+
+def programs(command: str) -> list[str]:
+    """The programs a shell command runs, in order (``LC_ALL=C sort`` -> ``sort``); quoted
+    text (an awk or python program) is never mistaken for a command."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    seen: list[str] = []
+    expect = True
+    try:
+        tokens = list(lexer)
+    except ValueError:  # unbalanced quotes: say nothing rather than guess
+        return seen
+    for token in tokens:
+        if token in _SEPARATORS:
+            expect = True
+        elif expect and _ASSIGNMENT.match(token):
+            continue
+        elif expect:
+            if _PROGRAM_NAME.match(token) and token not in _NOT_PROGRAMS and token not in seen:
+                seen.append(token)
+            expect = False
+    return seen
+
+
+def _spoken(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def template_reasoning(eco: Ecosystem, graph: WorkflowGraph, trace: Trace,
+                       items: Sequence[Item], action_space: str, seed: int) -> list[str]:
+    """One reasoning text per assistant turn: each step, the answer write (answer-ending
+    tasks only) and the final message."""
+    rng = random.Random(f"reasoning:{action_space}:{eco.name}:{seed}")
+    by_step = {item.step: item for item in items}
+    binds = {s.id: s.bind for s in graph.steps}
+    index = {st.step_id: i for i, st in enumerate(trace.steps)}
+    out = []
+    for i, st in enumerate(trace.steps):
+        tool = eco.spec.tool(st.tool)
+        item = by_step.get(i)
+        parts = []
+        if item is None or item.answer:
+            text = item.phrase if item else tool.description.rstrip(".")
+            parts.append(rng.choice(_READ).format(text=text))
+        else:
+            lead = rng.choice(_FIRST if i == 0 else _NEXT)
+            parts.append(f"{lead} {item.target}: {item.text}.")
+        printed, named = [], []
+        for name, b in binds.get(st.step_id, {}).items():
+            if b.kind == "step" and b.step in index:
+                up = eco.spec.tool(trace.steps[index[b.step]].tool)
+                (named if up.returns.parser == "file" else printed).append(f"`{st.args[name]}`")
+        if printed:
+            parts.append(_FROM_PRINT.format(values=_spoken(printed)))
+        elif named and i > 0:
+            parts.append(_FROM_FILE.format(values=_spoken(named)))
+        if action_space == "function":
+            parts.append(rng.choice(_FUNCTION).format(tool=tool.name))
+        else:
+            names = programs(st.command) or ["bash"]
+            phrase = rng.choice(_TERMINAL)
+            parts.append(phrase.format(programs=_spoken(names),
+                                       Programs=_spoken(names)[:1].upper() + _spoken(names)[1:]))
+        out.append(" ".join(parts))
+    answer_file = f"`{eco.spec.answer_file}`"
+    if trace.answer is not None:
+        shown = (f"`{trace.answer}`" if len(trace.answer) <= SHORT_ANSWER
+                 and "\n" not in trace.answer and "`" not in trace.answer else "the output above")
+        how = "with `write_answer`" if action_space == "function" else "with printf"
+        out.append(f"The result is {shown}; I save it to {answer_file} {how}.")
+        out.append(f"The answer is in {answer_file} and every call succeeded, so the task "
+                   "is complete.")
+    else:
+        out.append("Every listed output has been produced and each call succeeded, so the "
+                   "task is complete.")
+    return out
+
+
+def final_answer(eco: Ecosystem, trace: Trace, items: Sequence[Item], seed: int) -> str:
+    """The closing assistant message: what was done, naming only visible literals."""
+    rng = random.Random(f"final:{eco.name}:{seed}")
+    if trace.answer is not None:
+        short = len(trace.answer) <= SHORT_ANSWER and "\n" not in trace.answer \
+            and "`" not in trace.answer
+        what = f"The answer is `{trace.answer}`" if short else "The answer is written"
+        return f"{what}; it is saved in `{eco.spec.answer_file}`."
+    targets = []
+    for item in items:
+        if item.target not in targets:
+            targets.append(item.target)
+    listed = _spoken(targets)
+    return rng.choice([f"Done: {listed} are in place." if len(targets) > 1
+                       else f"Done: {listed} is in place.",
+                       f"Finished. I produced {listed} as requested.",
+                       f"All requested changes are made ({listed})."])
+
+
+class Reasoning(BaseModel, extra="forbid"):
+    reasoning: str = Field(min_length=1, max_length=2000)
+
+
+SYSTEM_PROMPT = """\
+You annotate one step of a recorded agent trajectory. You get the conversation so far
+(what the agent could see) and the tool call the agent makes next. Write the agent's
+reasoning for that call in one to three sentences, first person: why this call is the
+right next step. Use only what the conversation shows; never guess a result that has not
+been returned yet. Put any literal value (paths, names, numbers) in backticks, exactly as
+it appears in the conversation."""
+
+
+class LLMReasoner:
+    """Per-turn reasoning from an LLM, kept only when everything it quotes is visible."""
+
+    def __init__(self, client: LLMClient) -> None:
+        self.client = client
+        self.model = client.config.model
+
+    def __call__(self, prefix: Sequence[Message], tools: list[dict], call: dict | None,
+                 default: str) -> str:
+        view = [m.model_dump(include={"role", "content", "tool_calls", "name"},
+                             exclude_none=True) for m in prefix]
+        payload = json.dumps({"conversation": view, "next_call": call}, sort_keys=True)
+        messages = [{"role": "system", "content": SYSTEM_PROMPT},
+                    {"role": "user", "content": payload}]
+        try:
+            reply = self.client.complete_json(messages, Reasoning, purpose=PURPOSE)
+        except LLMError as exc:
+            log.info("llm reasoning unavailable: %s", exc)
+            return default
+        seen = Visible(tools)
+        for m in prefix:
+            seen.see(m)
+        unseen = seen.first_unseen_quote(reply.reasoning)
+        if unseen is not None:
+            self.client.record_rejected(PURPOSE)
+            log.info("llm reasoning rejected: it quotes `%s`, which nothing showed", unseen)
+            return default
+        return reply.reasoning.strip()

@@ -1,0 +1,73 @@
+"""Grounding: a value is usable only once the instruction, the schema or an observation
+showed it."""
+
+import json
+
+from schemas.records import FunctionCall, Message, ToolCall
+from tasks.grounding import appears, first_ungrounded
+
+TOOLS = [{"type": "function", "function": {
+    "name": "set_status", "description": "Set a status: open, in_progress or closed.",
+    "parameters": {"type": "object", "properties": {"ticket": {"type": "integer"},
+                                                    "status": {"type": "string"}}}}},
+         {"type": "function", "function": {"name": "bash", "parameters": {}}}]
+
+
+def call(turn, name, args, reasoning=""):
+    return Message(role="assistant", content="", reasoning_content=reasoning,
+                   tool_calls=[ToolCall(id=f"call_{turn}", function=FunctionCall(
+                       name=name, arguments=json.dumps(args)))])
+
+
+def observed(turn, text):
+    return Message(role="tool", tool_call_id=f"call_{turn}", content=text)
+
+
+def conversation(instruction, *rest):
+    return [Message(role="system", content="sys"), Message(role="user", content=instruction),
+            *rest]
+
+
+def test_values_from_instruction_schema_and_earlier_observations_are_grounded():
+    messages = conversation(
+        "Create a ticket titled `Fix login`, then close it.",
+        call(1, "set_status", {"ticket": 42, "status": "in_progress"}),
+        observed(1, "created 42\n"),
+    )
+    # 42 is only printed after the first call that uses it
+    problem = first_ungrounded(messages, TOOLS)
+    assert problem and "set_status argument ticket='42'" in problem
+    messages = conversation(
+        "Create a ticket titled `Fix login`, then close it.",
+        call(1, "bash", {"command": "curl ..."}), observed(1, "created 42\n"),
+        call(2, "set_status", {"ticket": 42, "status": "closed"}, "Ticket `42` was created."),
+        observed(2, "42"),
+        Message(role="assistant", content="Closed ticket `42`."),
+    )
+    assert first_ungrounded(messages, TOOLS, [{"title": "Fix login"},
+                                              {"ticket": 42, "status": "closed"}]) is None
+
+
+def test_whole_tokens_only():
+    assert appears("42", ["id 42."]) and not appears("42", ["id 142"])
+    assert not appears("out/a.txt", ["out/a.txt.bak"]) and not appears("42", ["42.5"])
+    assert appears("out/a.txt", ["wrote out/a.txt."])
+    assert appears("-v", ["use -v here"])  # no word edge to respect at a leading dash
+
+
+def test_instruction_values_must_be_code_spans():
+    messages = conversation("Count the lines of notes.txt.",
+                            call(1, "bash", {"command": "wc -l notes.txt"}))
+    assert "argument path='notes.txt'" in first_ungrounded(messages, TOOLS, [{"path": "notes.txt"}])
+
+
+def test_reasoning_and_answer_may_only_quote_what_was_seen():
+    messages = conversation("Count the lines of `notes.txt`.",
+                            call(1, "bash", {"command": "wc -l < notes.txt"},
+                                 "The count will be `12`."))
+    assert "reasoning quotes `12`" in first_ungrounded(messages, TOOLS, [{"path": "notes.txt"}])
+    messages = conversation("Count the lines of `notes.txt`.",
+                            call(1, "bash", {"command": "wc -l < notes.txt"}),
+                            observed(1, "[output truncated to the last 3 characters]\n..."),
+                            Message(role="assistant", content="There are `12` lines."))
+    assert "answer quotes `12`" in first_ungrounded(messages, TOOLS, [{"path": "notes.txt"}])
