@@ -214,8 +214,12 @@ def _share(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "-"
 
 
-def _connect(args: argparse.Namespace):
-    """DuckDB views over ``--data``; a missing or newer dataset is a UsageError."""
+def _connect(args: argparse.Namespace, checksum: bool):
+    """DuckDB views over ``--data``; a missing or newer dataset is a UsageError.
+
+    Shard sizes are always checked against the manifest (a ``stat`` each: catches
+    truncated and missing files); ``checksum`` also hashes every shard (catches any
+    change, at the cost of reading the whole dataset once)."""
     from flows.query import connect
     from tasks.manifest import DatasetError
 
@@ -223,7 +227,7 @@ def _connect(args: argparse.Namespace):
         raise UsageError(f"no dataset at {args.data}; create one with "
                          f"`taskfactory run --data {args.data}`")
     try:
-        return connect(args.data, checksum=not args.no_verify)
+        return connect(args.data, checksum=checksum)
     except DatasetError as exc:
         raise UsageError(str(exc)) from None
 
@@ -233,7 +237,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 
     from flows.query import format_rows
 
-    con = _connect(args)
+    con = _connect(args, checksum=args.verify)
     try:
         cur = con.execute(args.sql)
         columns = [d[0] for d in cur.description] if cur.description else []
@@ -249,7 +253,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 def cmd_stats(args: argparse.Namespace) -> int:
     from flows.stats import report
 
-    con = _connect(args)
+    con = _connect(args, checksum=True)
     try:
         print(report(con), end="")
     finally:
@@ -261,7 +265,7 @@ def cmd_card(args: argparse.Namespace) -> int:
     from flows.card import write_card
     from tasks.manifest import DatasetError, open_for_writing
 
-    con = _connect(args)
+    con = _connect(args, checksum=True)
     try:
         with open_for_writing(args.data):
             path = write_card(args.data, con)
@@ -318,12 +322,6 @@ def _run_options(p: argparse.ArgumentParser) -> None:
                    help="rows per table that trigger a shard commit (default 500)")
 
 
-def _read_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
-    p.add_argument("--no-verify", action="store_true",
-                   help="check shard sizes only, not their sha256 checksums")
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="taskfactory", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -335,14 +333,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
     query = sub.add_parser("query", help="SQL over the dataset (DuckDB)")
     query.add_argument("sql")
-    _read_options(query)
+    query.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
+    query.add_argument("--verify", action="store_true",
+                       help="also check every shard's sha256 (sizes are always checked)")
     query.add_argument("--format", choices=["table", "csv", "json"], default="table")
     query.set_defaults(func=cmd_query)
     stats = sub.add_parser("stats", help="yield, rejections, repairs and distributions")
-    _read_options(stats)
+    stats.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
     stats.set_defaults(func=cmd_stats)
     card = sub.add_parser("card", help="rewrite the dataset card (README.md + plots)")
-    _read_options(card)
+    card.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
     card.set_defaults(func=cmd_card)
     plan = sub.add_parser("plan", help="plan graphs and report their diversity (runs nothing)")
     plan.add_argument("--ecosystem", default="files", help="built-in name or folder")

@@ -163,7 +163,7 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
     with open_for_writing(data) as (manifest, orphans):
         if orphans:
             logger.warning("removed %d uncommitted files of an interrupted writer", len(orphans))
-        con = connect(data, warn=logger.warning)
+        con = connect(data, checksum=True, warn=logger.warning)
         held = runs.held_candidates(con, chash)
         index.add_all(runs.indexed_tasks(con))
         con.close()

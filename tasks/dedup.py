@@ -6,8 +6,12 @@ Three signals, checked in this order (the first that matches names the reason):
 - ``duplicate_structure``: an accepted task has the same workflow fingerprint (shape +
   tool multiset + binding pattern; the planner already avoids these within a run);
 - ``near_duplicate_instruction``: an accepted instruction has an estimated Jaccard
-  similarity >= ``threshold`` over word ``SHINGLE``-grams (MinHash with ``NUM_PERM``
-  permutations, candidates found with LSH; datasketch).
+  similarity >= ``threshold`` over word ``SHINGLE``-grams of its **requirement lines**
+  (MinHash with ``NUM_PERM`` permutations, candidates found with LSH; datasketch).  The
+  requirement lines are the instruction's list items (the whole text when it has none):
+  the surrounding sentences are boilerplate the renderer varies (context, opening,
+  closing), which would otherwise hide re-worded duplicates and make distinct tasks of one
+  ecosystem look alike.
 
 The threshold (0.9) was chosen on real instructions: see ``benchmarks/README.md``
 (near-duplicate threshold) for the measured similarity distribution and false positives.
@@ -27,9 +31,16 @@ NUM_PERM = 128
 _WORD = re.compile(r"\S+")
 
 
+def requirements(text: str) -> str:
+    """The list items of an instruction (``- ...`` lines), or the whole text if none."""
+    items = [line for line in text.splitlines() if line.lstrip().startswith(("- ", "* "))]
+    return "\n".join(items) if items else text
+
+
 def shingles(text: str, n: int = SHINGLE) -> set[bytes]:
-    """Lower-cased word ``n``-grams of ``text`` (the whole text when it is shorter)."""
-    words = _WORD.findall(text.lower())
+    """Lower-cased word ``n``-grams of ``text``'s requirement lines (all of them when there
+    are fewer than ``n`` words)."""
+    words = _WORD.findall(requirements(text).lower())
     if len(words) < n:
         return {" ".join(words).encode()}
     return {" ".join(words[i:i + n]).encode() for i in range(len(words) - n + 1)}

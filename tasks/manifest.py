@@ -127,7 +127,8 @@ def save_manifest(data_dir: Path, manifest: Manifest) -> None:
 def shard_problem(data_dir: Path, entry: ShardEntry, checksum: bool) -> str | None:
     """Why a listed shard cannot be trusted (missing, wrong size, wrong sha256), or None.
 
-    The size check is a ``stat``; ``checksum`` also hashes the file."""
+    The size check is a ``stat``; ``checksum`` also hashes the file, and so does a shard
+    listed without a size (manifests of schema version 1)."""
     path = data_dir / entry.path
     try:
         size = path.stat().st_size
@@ -135,7 +136,7 @@ def shard_problem(data_dir: Path, entry: ShardEntry, checksum: bool) -> str | No
         return "missing"
     if entry.bytes is not None and size != entry.bytes:
         return f"{size} bytes, the manifest says {entry.bytes}"
-    if checksum:
+    if checksum or entry.bytes is None:
         with open(path, "rb") as f:
             if hashlib.file_digest(f, "sha256").hexdigest() != entry.sha256:
                 return "sha256 differs from the manifest"
