@@ -96,11 +96,14 @@ def run_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendConf
 candidate_task = task(
     run_candidate, name="candidate", task_run_name="candidate-{candidate.index}",
     retries=2, retry_delay_seconds=1, cache_policy=INPUTS + TASK_SOURCE, persist_result=True,
+    cache_result_in_memory=False,
     retry_condition_fn=lambda _task, _run, state: isinstance(
         state.result(raise_on_failure=False), SandboxError),
 )
 """Cached on its inputs, which include the run id: a resumed run reuses the outcomes its
-killed predecessor had computed but not yet committed; other runs never share them."""
+killed predecessor had computed but not yet committed; other runs never share them.
+Results live on disk only: Prefect's in-memory result cache (1,000 entries) would hold
+every outcome of a run up to that size."""
 
 
 def plan_run(settings: RunSettings) -> tuple[list[Candidate], int]:
