@@ -3,9 +3,10 @@
 Every process is the real CLI (`taskfactory run`, then `run --resume`) against the test
 Prefect server, on the local backend so the test stays fast.  After every kill the test
 checks what a reader can see: only intact shards listed, no duplicate rows, every
-candidate complete in every table, nothing committed lost.  The kill points are drawn at
-random (seeded): some early (process start, planning, run registration), most a random
-moment after the run has committed something (execution, shard writes, manifest update).
+candidate complete in every table, nothing committed lost.  Kill points (seeded random):
+early (process start, planning, run registration), a random moment after the process
+has committed something (execution, writing), and as soon as a shard file exists that
+the manifest does not list yet (between a shard's rename and the manifest update).
 """
 
 import os
@@ -21,7 +22,7 @@ import pyarrow.parquet as pq
 from flows.query import connect
 from tasks.manifest import MANIFEST, load_manifest, shard_problem
 
-TASKS = 30
+TASKS = 20
 SETTINGS = ["--tasks", TASKS, "--seed", 7, "--backend", "local", "--ecosystem", "files,sql",
             "--workers", 2, "--shard-rows", 1]  # one commit per candidate: many commit windows
 KILLS = 12
@@ -87,10 +88,14 @@ def listed_shards(data: Path) -> int:
 
 
 def uncommitted_files(data: Path) -> int:
-    listed = {s.path for s in load_manifest(data).shards} if (data / MANIFEST).exists() else set()
-    return sum(1 for p in data.glob("*/*") if p.parent.name != "plots"
-               and (p.name.endswith(".tmp") or (p.suffix == ".parquet"
-                                                and str(p.relative_to(data)) not in listed)))
+    """Shard and temp files on disk that the manifest does not list."""
+    on_disk = [p for p in data.glob("*/*") if p.name.endswith(".tmp")
+               or (p.suffix == ".parquet" and p.name.startswith("part-"))]
+    try:
+        listed = {s.path for s in load_manifest(data).shards}
+    except Exception:  # no manifest yet, or caught mid-replace
+        listed = set()
+    return sum(1 for p in on_disk if str(p.relative_to(data)) not in listed)
 
 
 def test_sigkill_at_random_points_then_resume_equals_an_uninterrupted_run(
@@ -111,10 +116,14 @@ def test_sigkill_at_random_points_then_resume_equals_an_uninterrupted_run(
                                  str(data)], env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         before = listed_shards(data)
+        deadline = time.monotonic() + 180
         if i % 4 == 0:  # early: imports, Prefect connection, planning, run registration
             time.sleep(rng.uniform(0.2, min(4.0, ref_seconds)))
+        elif i % 4 == 2:  # inside a commit: a shard on disk that the manifest does not list
+            while proc.poll() is None and time.monotonic() < deadline \
+                    and not uncommitted_files(data):
+                pass
         else:  # a random moment after this process has committed something
-            deadline = time.monotonic() + 180
             while proc.poll() is None and time.monotonic() < deadline \
                     and listed_shards(data) == before:
                 time.sleep(0.01)
