@@ -83,6 +83,13 @@ def card(con: duckdb.DuckDBPyConnection, plot_names: list[str]) -> str:
         select run_id, status, provenance.seed as seed, generator_version, config_hash,
                accepted, candidates, resumes, left(finished_at::varchar, 19) as finished
         from runs order by started_at""").fetchall()
+    sources = con.execute("""
+        select ecosystem, string_agg(distinct coalesce(provenance.image_id, '(local)'), ', ')
+                   as images,
+               string_agg(distinct provenance.template_hash, ', ') as templates,
+               coalesce(string_agg(distinct provenance.llm_model, ', '), '(none)') as llm,
+               string_agg(distinct provenance.generator_version, ', ') as generators
+        from attempts where provenance is not null group by 1 order by 1""").fetchall()
     images = "\n".join(f"![{n}]({PLOTS}/{n})" for n in plot_names)
     return "\n\n".join([
         front_matter(),
@@ -96,6 +103,8 @@ def card(con: duckdb.DuckDBPyConnection, plot_names: list[str]) -> str:
         "## Runs\n\n" + md_table(["run", "status", "seed", "generator", "config hash",
                                   "accepted", "candidates", "resumes", "finished (UTC)"],
                                  runs),
+        "## Provenance per ecosystem\n\n" + md_table(
+            ["ecosystem", "sandbox images", "template hash", "LLM", "generator"], sources),
         "## Plots\n\n" + (images or "(no data yet)"),
         report(con).replace("\n## ", "\n### ").replace("## ", "### ", 1)
     ]) + "\n"

@@ -102,3 +102,13 @@ def test_bad_resume_and_dataset_input(tmp_path, setup, args, needle):
     assert line.startswith("taskfactory: error:") and needle in line, line
     after = sorted(p.name for p in data.rglob("*")) if data.exists() else []
     assert after == before
+
+
+def test_run_refuses_a_dataset_another_process_is_writing(data):
+    from tasks.manifest import open_for_writing
+
+    with open_for_writing(data):
+        proc = run_cli("run", "--data", data, "--backend", "local", "--tasks", 2)
+    assert proc.returncode == 2
+    (line,) = proc.stderr.strip().splitlines()
+    assert "another taskfactory process is writing to" in line
