@@ -22,10 +22,10 @@ import pyarrow.parquet as pq
 from flows.query import connect
 from tasks.manifest import MANIFEST, load_manifest, shard_problem
 
-TASKS = 20
+TASKS = 16
 SETTINGS = ["--tasks", TASKS, "--seed", 7, "--backend", "local", "--ecosystem", "files,sql",
             "--workers", 2, "--shard-rows", 1]  # one commit per candidate: many commit windows
-KILLS = 12
+KILLS = 10
 CONTENT = {  # columns that must match an uninterrupted run (timings and provenance differ)
     "attempts": "candidate_id, index, ecosystem, seed, shape, depth, fingerprint, status, "
                 "stage, reason, task_id, repairs",
@@ -117,9 +117,10 @@ def test_sigkill_at_random_points_then_resume_equals_an_uninterrupted_run(
                                 stderr=subprocess.PIPE, text=True)
         before = listed_shards(data)
         deadline = time.monotonic() + 180
-        if i % 4 == 0:  # early: imports, Prefect connection, planning, run registration
+        kind = ["early", "running", "in-commit", "running"][i % 4]
+        if kind == "early":  # imports, Prefect connection, planning, run registration
             time.sleep(rng.uniform(0.2, min(4.0, ref_seconds)))
-        elif i % 4 == 2:  # inside a commit: a shard on disk that the manifest does not list
+        elif kind == "in-commit":  # a shard on disk that the manifest does not list yet
             while proc.poll() is None and time.monotonic() < deadline \
                     and not uncommitted_files(data):
                 pass
@@ -133,17 +134,18 @@ def test_sigkill_at_random_points_then_resume_equals_an_uninterrupted_run(
         proc.communicate(timeout=60)
         now = check_visible_state(data)
         assert now >= committed, "committed attempts were lost"
-        points.append((i + 1, "resume" if started else "new", committed, now,
+        points.append((i + 1, "resume" if started else "new", kind, committed, now,
                        uncommitted_files(data)))
         committed = now
 
     final = cli("run", "--resume", "--data", data)
     assert final.returncode == 0, final.stderr
     assert "resumed" in final.stdout
-    print("\nkill  process  attempts before  after  uncommitted files left")
+    print("\nkill  process  point      attempts before  after  uncommitted files left")
     for p in points:
-        print(f"{p[0]:>4}  {p[1]:<7}  {p[2]:>15}  {p[3]:>5}  {p[4]:>6}")
-    assert len({p[3] for p in points}) >= 6, f"kill points too alike: {points}"
+        print(f"{p[0]:>4}  {p[1]:<7}  {p[2]:<9}  {p[3]:>15}  {p[4]:>5}  {p[5]:>6}")
+    assert len(points) == KILLS >= 10
+    assert {p[2] for p in points} == {"early", "running", "in-commit"}
     assert check_visible_state(data) == TASKS
     assert uncommitted_files(data) == 0
     for table in CONTENT:
