@@ -144,7 +144,8 @@ def shard_problem(data_dir: Path, entry: ShardEntry, checksum: bool) -> str | No
 
 
 def remove_orphans(data_dir: Path, manifest: Manifest) -> list[Path]:
-    """Delete shard and temp files that the manifest does not list; returns them."""
+    """Delete shard files that the manifest does not list and every temp file of an
+    atomic write; returns them."""
     listed = {s.path for s in manifest.shards}
     removed = []
     for table in TABLES:
@@ -157,9 +158,10 @@ def remove_orphans(data_dir: Path, manifest: Manifest) -> list[Path]:
                     path.suffix == ".parquet" or path.name.endswith(".tmp")):
                 path.unlink()
                 removed.append(path)
-    for tmp in data_dir.glob(".*.tmp"):
-        tmp.unlink()
-        removed.append(tmp)
+    for tmp in [*data_dir.glob(".*.tmp"), *data_dir.glob("*/.*.tmp")]:  # manifest, card, plots
+        if tmp.exists():
+            tmp.unlink()
+            removed.append(tmp)
     return removed
 
 
