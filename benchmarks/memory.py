@@ -59,6 +59,7 @@ def main() -> None:
     ap.add_argument("--small", type=int, default=200)
     ap.add_argument("--large", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat-small", type=int, help="runs of the small size (default --repeat)")
     ap.add_argument("--backend", default="local")
     ap.add_argument("--ecosystem", default="files,sql")
     ap.add_argument("--workers", type=int, default=4)
@@ -71,13 +72,14 @@ def main() -> None:
     from prefect.settings import PREFECT_API_URL
     from prefect.testing.utilities import prefect_test_harness
 
-    print(f"{args.repeat} x ({args.small} and {args.large} candidates) of {args.ecosystem} on "
-          f"{args.backend}, {args.workers} workers, one child process per run")
+    repeats = {args.small: args.repeat_small or args.repeat, args.large: args.repeat}
+    print(f"{repeats[args.small]} x {args.small} and {args.repeat} x {args.large} candidates of "
+          f"{args.ecosystem} on {args.backend}, {args.workers} workers, one child process per run")
     peaks: dict[int, list[float]] = {args.small: [], args.large: []}
     with prefect_test_harness(server_startup_timeout=120):
         url = PREFECT_API_URL.value()
-        for i in range(args.repeat):
-            for n in (args.small, args.large):
+        for i in range(max(repeats.values())):
+            for n in (n for n in (args.small, args.large) if i < repeats[n]):
                 r = measure(args, n, args.seed + i, url)
                 peaks[n].append(r["peak_mb"])
                 print(f"  {n:>6} candidates: peak RSS {r['peak_mb']:7.1f} MB, "

@@ -241,6 +241,7 @@ def _publish_report(data: Path, run_id: str, logger: logging.Logger) -> None:
     from flows.stats import report
 
     con = connect(data, checksum=False, warn=logger.warning)
+    con.execute("SET memory_limit = '256MB'")  # the report reads the whole dataset: bound it
     try:
         write_card(data, con)
         create_markdown_artifact(key="taskfactory-dataset-report", markdown=report(con),

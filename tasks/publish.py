@@ -48,7 +48,7 @@ class ShardWriter:
     uncommitted groups are simply not in the dataset."""
 
     def __init__(self, data_dir: Path, manifest: Manifest, run_id: str, max_rows: int = 500,
-                 max_bytes: int = 32 << 20) -> None:
+                 max_bytes: int = 16 << 20) -> None:
         self.data_dir = data_dir
         self.manifest = manifest
         self.run_id = run_id
@@ -86,9 +86,11 @@ class ShardWriter:
         if not self.buffered:
             return
         entries = []
-        for table, batches in self._batches.items():
+        for table in TABLES:  # each table's buffer is released as soon as its shard is out
+            batches, self._batches[table] = self._batches[table], []
             if batches:
                 entries.append(self._write_shard(table, pa.Table.from_batches(batches)))
+                del batches
         self.manifest.shards.extend(entries)
         save_manifest(self.data_dir, self.manifest)
         for e in entries:
@@ -107,7 +109,7 @@ class ShardWriter:
         path = folder / f"part-{self.run_id}-{self._seq:05d}.parquet"
         self._seq += 1
         sink = pa.BufferOutputStream()
-        pq.write_table(data.combine_chunks(), sink, compression="zstd", compression_level=3,
+        pq.write_table(data, sink, compression="zstd", compression_level=3,
                        write_page_index=True)
         blob = sink.getvalue().to_pybytes()
         atomic_write(path, blob)
