@@ -11,13 +11,17 @@ run id, schema version) and every run's state (``running`` until its last shard 
    the manifest does not list (orphans of a writer killed between steps 1 and 2) and
    leftover temp files, so an orphan is never counted and never collides with a new name.
 
-One writer at a time: :func:`open_for_writing` takes an exclusive ``flock`` on
-``<data>/.lock`` (released by the kernel when the process dies, even by SIGKILL).
+One writer at a time: :func:`open_for_writing` takes an exclusive POSIX record lock on
+``<data>/.lock``.  The kernel releases it when the process dies, even by SIGKILL, and,
+unlike ``flock``, a forked child does not share it: a sandbox child caught between fork
+and exec when its parent is killed cannot keep the dataset locked.  POSIX locks do not
+exclude the owning process itself, so an in-process registry does that.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -165,6 +169,21 @@ def remove_orphans(data_dir: Path, manifest: Manifest) -> list[Path]:
     return removed
 
 
+_held: set[Path] = set()
+"""Datasets this process has open for writing."""
+
+
+def _try_lock(f, data_dir: Path) -> None:
+    if data_dir.resolve() in _held:
+        raise _lock_busy(data_dir)
+    try:
+        fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EAGAIN):
+            raise _lock_busy(data_dir) from None
+        raise
+
+
 @contextlib.contextmanager
 def open_for_writing(data_dir: Path) -> Iterator[tuple[Manifest, list[Path]]]:
     """Lock ``data_dir`` for this process, load its manifest and remove orphans; yields
@@ -173,12 +192,13 @@ def open_for_writing(data_dir: Path) -> Iterator[tuple[Manifest, list[Path]]]:
     Raises DatasetError when another process holds the lock or the dataset is newer."""
     data_dir.mkdir(parents=True, exist_ok=True)
     with open(data_dir / LOCK, "a+") as lock:
+        _try_lock(lock, data_dir)
+        _held.add(data_dir.resolve())
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise _lock_busy(data_dir) from None
-        manifest = load_manifest(data_dir)
-        yield manifest, remove_orphans(data_dir, manifest)
+            manifest = load_manifest(data_dir)
+            yield manifest, remove_orphans(data_dir, manifest)
+        finally:
+            _held.discard(data_dir.resolve())
 
 
 def _lock_busy(data_dir: Path) -> DatasetError:
@@ -188,11 +208,10 @@ def _lock_busy(data_dir: Path) -> DatasetError:
 
 def check_unlocked(data_dir: Path) -> None:
     """Raise DatasetError when a live process holds ``data_dir``'s lock (creates nothing)."""
+    if data_dir.resolve() in _held:  # opening and closing the file would drop our own lock
+        raise _lock_busy(data_dir)
     if not (data_dir / LOCK).is_file():
         return
-    with open(data_dir / LOCK) as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise _lock_busy(data_dir) from None
-        fcntl.flock(lock, fcntl.LOCK_UN)
+    with open(data_dir / LOCK, "a") as lock:
+        _try_lock(lock, data_dir)
+        fcntl.lockf(lock, fcntl.LOCK_UN)

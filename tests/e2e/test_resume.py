@@ -129,7 +129,9 @@ def test_sigkill_at_random_points_then_resume_equals_an_uninterrupted_run(
                     and listed_shards(data) == before:
                 time.sleep(0.01)
             time.sleep(rng.uniform(0.0, 0.5))
-        assert proc.poll() is None, f"the run finished before kill {i + 1}; use more tasks"
+        if proc.poll() is not None:
+            raise AssertionError(f"the run ended (exit {proc.returncode}) before kill {i + 1}: "
+                                 f"{proc.communicate()[1][-2000:]}")
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=60)
         now = check_visible_state(data)

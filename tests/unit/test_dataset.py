@@ -3,7 +3,11 @@ orphans, locking and reading datasets of older schema versions."""
 
 import hashlib
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -13,7 +17,13 @@ import pytest
 from flows.query import connect, run_query
 from schemas.arrow import arrow_schema
 from schemas.records import SCHEMA_VERSION, AttemptRow, Message, Provenance, StepRow, TrajectoryRow
-from tasks.manifest import DatasetError, load_manifest, open_for_writing, shard_problem
+from tasks.manifest import (
+    DatasetError,
+    check_unlocked,
+    load_manifest,
+    open_for_writing,
+    shard_problem,
+)
 from tasks.publish import ShardWriter
 
 V1 = Path(__file__).parents[1] / "fixtures" / "datasets" / "v1"
@@ -179,3 +189,30 @@ def test_a_newer_schema_version_fails_with_both_versions_named(tmp_path):
         connect(data)
     assert f"schema version {SCHEMA_VERSION + 7}" in str(err.value)
     assert f"versions 1 to {SCHEMA_VERSION}" in str(err.value)
+
+
+def test_a_killed_writer_releases_the_lock_though_a_forked_child_lives_on(tmp_path):
+    # a sandbox child caught between fork and exec when its parent is SIGKILLed still has
+    # the lock file open; the lock must die with the parent all the same
+    code = ("import os, signal, sys, time\nfrom pathlib import Path\n"
+            "from tasks.manifest import open_for_writing\n"
+            "with open_for_writing(Path(sys.argv[1])):\n"
+            "    pid = os.fork()\n"
+            "    if pid == 0:  # keeps the lock file open, lets go of the output pipes\n"
+            "        os.close(1)\n"
+            "        os.close(2)\n"
+            "        time.sleep(60)\n"
+            "        os._exit(0)\n"
+            "    print(pid, flush=True)\n"
+            "    os.kill(os.getpid(), signal.SIGKILL)\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                          text=True, cwd=Path(__file__).parents[2], timeout=60)
+    child = int(proc.stdout)
+    try:
+        assert proc.returncode == -signal.SIGKILL
+        os.kill(child, 0)  # alive, with the lock file open
+        check_unlocked(tmp_path)
+        with open_for_writing(tmp_path):
+            pass
+    finally:
+        os.kill(child, signal.SIGKILL)
