@@ -18,7 +18,7 @@ export DO_NOT_TRACK := 1
 $(VENV)/.synced: pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet uv 2>/dev/null \
 	  || python3 -m pip install --quiet --user --break-system-packages uv
-	$(UV) sync --frozen --python python3
+	$(UV) sync --frozen --python python3 --compile-bytecode
 	@touch $@
 
 venv: $(VENV)/.synced

@@ -1,4 +1,4 @@
-"""The ``taskfactory`` command line: run, plan, query, stats, export, serve.
+"""The ``taskfactory`` command line: run, plan, query, stats, card, export, serve.
 
 Commands that run no flow never import Prefect or Docker.  Bad input ends with one line
 ``taskfactory: error: ...`` on stderr and exit code 2, before anything is written.
@@ -12,14 +12,13 @@ import signal
 import sys
 from pathlib import Path
 
+from flows.cli_data import cmd_card, cmd_query, cmd_stats, dataset_manifest, resume_settings
+from flows.usage import UsageError
+
 EXIT_USAGE = 2
 EXAMPLE_QUERY = ("select ecosystem, avg((status = 'accepted')::int) as yield, "
                  "avg((status = 'accepted' and len(repairs) = 0)::int) as yield_without_repair "
                  "from attempts group by ecosystem")
-
-
-class UsageError(Exception):
-    """Bad input: reported as one line, exit code 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -80,11 +79,14 @@ def _settings(args: argparse.Namespace):
     except OSError as exc:
         raise UsageError(f"cannot write the dataset to --data {args.data}: "
                          f"{exc.strerror or exc}; choose a writable folder") from None
-    return RunSettings(tasks=args.tasks, seed=args.seed, data=args.data, backend=args.backend,
-                       ecosystems=refs, workers=args.workers,
-                       depth_weights=_depth_weights(args),
-                       max_repairs=0 if args.no_repair else args.max_repairs,
-                       instruction_style=args.instruction_style)
+    dataset_manifest(args.data)
+    max_repairs = 2 if args.max_repairs is None else args.max_repairs
+    return RunSettings(tasks=args.tasks or 20, seed=args.seed or 0, data=args.data,
+                       backend=args.backend or "auto", ecosystems=refs,
+                       workers=args.workers or 4, depth_weights=_depth_weights(args),
+                       max_repairs=0 if args.no_repair else max_repairs,
+                       instruction_style=args.instruction_style or "goal",
+                       shard_rows=args.shard_rows or 500)
 
 
 def _depth_weights(args: argparse.Namespace) -> dict[int, float]:
@@ -104,8 +106,14 @@ def _depth_weights(args: argparse.Namespace) -> dict[int, float]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     _check_runner(args)
-    settings = _settings(args)
     from environments.config import docker_available
+    from tasks.manifest import DatasetError, check_unlocked
+
+    run_id, settings = resume_settings(args) if args.resume else (None, _settings(args))
+    try:
+        check_unlocked(settings.data)
+    except DatasetError as exc:
+        raise UsageError(str(exc)) from None
 
     backend = settings.backend
     if backend != "local" and not docker_available():
@@ -117,7 +125,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         backend = "local"
     backend = "docker" if backend == "auto" else backend
     def left_out(message: str) -> None:
-        if args.ecosystem:  # named explicitly: each one must run here
+        if args.ecosystem or args.resume:  # named explicitly: each one must run here
             raise UsageError(f"{message} (is a Docker daemon running?)")
         print(f"warning: {message}", file=sys.stderr)
 
@@ -130,25 +138,39 @@ def cmd_run(args: argparse.Namespace) -> int:
     from flows.provenance import new_run_id
     from flows.providers import close_run
 
-    run_id = new_run_id()
+    resume = run_id is not None
+    run_id = run_id or new_run_id()
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        summary = run_factory(settings, run_id=run_id, runner=args.runner, address=args.address)
+        summary = run_factory(settings, run_id=run_id, resume=resume, runner=args.runner,
+                              address=args.address)
     except KeyboardInterrupt:
         removed = close_run(run_id)
-        print(f"interrupted: run {run_id} stopped, {removed} sandboxes removed", file=sys.stderr)
+        print(f"interrupted: run {run_id} stopped, {removed} sandboxes removed; continue it "
+              f"with `taskfactory run --resume --data {settings.data}`", file=sys.stderr)
         return 130
+    except DatasetError as exc:
+        raise UsageError(str(exc)) from None
+    if summary.skipped == summary.candidates and not resume:
+        print(f"run {summary.run_id}: nothing to do: all {summary.candidates} candidates of "
+              f"this config (hash {summary.config_hash}) are already in {settings.data}; "
+              "nothing written")
+        return 0
     rejected = ", ".join(f"{k}={v}" for k, v in sorted(summary.rejected.items())) or "none"
-    print(f"run {summary.run_id}: {summary.accepted}/{summary.candidates} candidates accepted "
+    ran = summary.candidates - summary.skipped
+    print(f"run {summary.run_id}: {summary.accepted}/{ran} candidates accepted "
           f"on the {summary.backend} backend in {summary.seconds:.1f} s "
-          f"({summary.accepted_without_repair} without repair)")
+          f"({summary.accepted_without_repair} without repair)"
+          + (f"; {summary.skipped} already in the dataset, skipped" if summary.skipped else "")
+          + ("; resumed" if resume else ""))
     for name, y in summary.ecosystems.items():
         bare = y.accepted_without_repair
         print(f"  {name:<12} {y.accepted:>5}/{y.candidates:<5} accepted "
               f"{_share(y.accepted, y.candidates):>7}   without repair "
               f"{bare:>5} {_share(bare, y.candidates):>7}")
-    print(f"rejected: {rejected}")
-    print(f"dataset: {settings.data}/ (tables: tasks, trajectories, attempts)")
+    print(f"rejected: {rejected} (duplicates: {summary.duplicates})")
+    print(f"dataset: {settings.data}/ (tables: tasks, trajectories, steps, attempts, runs; "
+          f"card: {settings.data}/README.md)")
     print(f'try: taskfactory query "{EXAMPLE_QUERY}" --data {settings.data}')
     return 0
 
@@ -163,40 +185,6 @@ def _check_runner(args: argparse.Namespace) -> None:
     if args.address and not args.address.startswith(("tcp://", "tls://", "inproc://", "ucx://")):
         raise UsageError(f"--address {args.address!r}: expected a Dask scheduler address "
                          "like tcp://host:8786")
-
-
-def _dataset(data: Path) -> Path:
-    if not data.is_dir():
-        raise UsageError(f"no dataset at {data}; create one with "
-                         f"`taskfactory run --data {data}`")
-    return data
-
-
-def cmd_query(args: argparse.Namespace) -> int:
-    import duckdb
-
-    from flows.query import format_rows, run_query
-
-    try:
-        columns, rows = run_query(_dataset(args.data), args.sql)
-    except duckdb.Error as exc:
-        raise UsageError(f"query failed: {str(exc).splitlines()[0]}") from None
-    print(format_rows(columns, rows, args.format))
-    return 0
-
-
-def cmd_stats(args: argparse.Namespace) -> int:
-    from flows.query import connect
-    from flows.stats_instructions import format_instruction_stats, instruction_stats
-
-    con = connect(_dataset(args.data))
-    try:
-        stats = instruction_stats(con)
-    finally:
-        con.close()
-    print(stats.model_dump_json(indent=2) if args.format == "json"
-          else format_instruction_stats(stats))
-    return 0
 
 
 def cmd_export_sft(args: argparse.Namespace) -> int:
@@ -236,32 +224,37 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_options(p: argparse.ArgumentParser, default_tasks: int) -> None:
-    p.add_argument("--tasks", type=_positive, default=default_tasks,
-                   help="candidates to plan and run (default %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="run seed (default %(default)s)")
+def _run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tasks", type=_positive, help="candidates to plan and run (default 20)")
+    p.add_argument("--seed", type=int, help="run seed (default 0)")
     p.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
-    p.add_argument("--backend", choices=["auto", "docker", "local"], default="auto")
+    p.add_argument("--backend", choices=["auto", "docker", "local"],
+                   help="default auto: docker when a daemon answers, else local")
     p.add_argument("--ecosystem", action="append", metavar="NAME|DIR",
                    help="built-in name or folder; repeat or comma-separate for several "
                         "(default: every built-in)")
-    p.add_argument("--workers", type=_positive, default=4, help="candidates in flight")
+    p.add_argument("--workers", type=_positive, help="candidates executed at once (default 4)")
     p.add_argument("--depth-weights", metavar="D:W,...",
                    help="relative weight per workflow depth 1..8 (default 1:1,2:2,3:3,4:3,"
                         "5:2,6:2,7:1,8:1)")
     p.add_argument("--max-depth", type=_positive, help="drop deeper workflows (1..8)")
-    p.add_argument("--max-repairs", type=int, default=2, choices=range(0, 11), metavar="0..10",
-                   help="targeted repairs per candidate (default %(default)s)")
+    p.add_argument("--max-repairs", type=int, choices=range(0, 11), metavar="0..10",
+                   help="targeted repairs per candidate (default 2)")
     p.add_argument("--no-repair", action="store_true", help="turn repair off (= --max-repairs 0)")
-    p.add_argument("--instruction-style", choices=["goal", "step"], default="goal",
+    p.add_argument("--instruction-style", choices=["goal", "step"],
                    help="goal: the end state to reach (default); step: ordered steps")
+    p.add_argument("--shard-rows", type=_positive,
+                   help="rows per table that trigger a shard commit (default 500)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="taskfactory", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="generate tasks in a one-off flow run")
-    _run_options(run, 20)
+    _run_options(run)
+    run.add_argument("--resume", nargs="?", const=True, metavar="RUN_ID",
+                     help="continue an interrupted run (default: the newest) with its "
+                          "recorded settings")
     run.add_argument("--runner", choices=["threads", "dask"], default="threads",
                      help="where candidates run: a thread pool here, or a Dask cluster")
     run.add_argument("--address", metavar="tcp://HOST:PORT",
@@ -269,9 +262,20 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
     query = sub.add_parser("query", help="SQL over the dataset (DuckDB)")
     query.add_argument("sql")
-    query.add_argument("--data", type=Path, default=Path("data"))
+    query.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
+    query.add_argument("--verify", action="store_true",
+                       help="also check every shard's sha256 (sizes are always checked)")
     query.add_argument("--format", choices=["table", "csv", "json"], default="table")
     query.set_defaults(func=cmd_query)
+    stats = sub.add_parser("stats", help="yield, rejections, repairs, distributions and "
+                                         "instruction diversity")
+    stats.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
+    stats.add_argument("--format", choices=["text", "json"], default="text",
+                       help="json: the instruction-diversity figures as JSON")
+    stats.set_defaults(func=cmd_stats)
+    card = sub.add_parser("card", help="rewrite the dataset card (README.md + plots)")
+    card.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
+    card.set_defaults(func=cmd_card)
     plan = sub.add_parser("plan", help="plan graphs and report their diversity (runs nothing)")
     plan.add_argument("--ecosystem", default="files", help="built-in name or folder")
     plan.add_argument("--n", type=_positive, default=1000, help="graphs to plan")
@@ -280,10 +284,6 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--max-depth", type=_positive)
     plan.add_argument("--format", choices=["text", "json"], default="text")
     plan.set_defaults(func=cmd_plan)
-    stats = sub.add_parser("stats", help="dataset statistics: instruction diversity, audits")
-    stats.add_argument("--data", type=Path, default=Path("data"))
-    stats.add_argument("--format", choices=["text", "json"], default="text")
-    stats.set_defaults(func=cmd_stats)
     export = sub.add_parser("export", help="export the dataset for other tools")
     targets = export.add_subparsers(dest="target", required=True, parser_class=_Parser)
     sft = targets.add_parser("sft", help="trajectories as JSONL for SFT trainers")
@@ -298,7 +298,8 @@ def build_parser() -> argparse.ArgumentParser:
     sft.add_argument("--data", type=Path, default=Path("data"))
     sft.set_defaults(func=cmd_export_sft)
     serve = sub.add_parser("serve", help="serve the flow on a cron schedule")
-    _run_options(serve, 20)
+    _run_options(serve)
+    serve.set_defaults(resume=None)
     serve.add_argument("--cron", default="0 3 * * *")
     serve.add_argument("--name", default="taskfactory-nightly")
     serve.set_defaults(func=cmd_serve)

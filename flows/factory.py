@@ -1,65 +1,112 @@
 """The factory flow: plan candidates, run one Prefect task per candidate, write shards.
 
 Wiring only — what runs, in what order, with what concurrency.  The stages live in
-``tasks/``; the per-candidate pipeline in :mod:`flows.candidate`.
+``tasks/``; the per-candidate pipeline in :mod:`flows.candidate`; dedup and provenance in
+:mod:`flows.recorder`; resume and rerun semantics in :mod:`flows.runs`.
+
+Candidates are submitted in index order with at most ``WINDOW_PER_WORKER * workers`` in
+flight and their outcomes consumed **in index order**; a consumed future is dropped at
+once.  Memory is bounded by that window and the writer's buffer, and dedup decisions
+(which depend on what came before) are the same on every run.
 """
 
 from __future__ import annotations
 
 import collections
+import hashlib
 import itertools
+import json
 import logging
+import shutil
 import time
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_table_artifact
-from prefect.cache_policies import NO_CACHE
-from prefect.futures import as_completed
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import INPUTS, TASK_SOURCE
+from prefect.filesystems import LocalFileSystem
+from prefect.futures import PrefectFuture
 from prefect.runtime import flow_run
 from pydantic import BaseModel
 
 from environments.config import resolve_backend
 from environments.sandbox import SandboxError
-from flows.candidate import Outcome, backend_for, build_candidate, ecosystem, engine_failure
+from flows import runs
+from flows.candidate import (
+    BackendConfig,
+    Outcome,
+    backend_for,
+    build_candidate,
+    ecosystem,
+    engine_failure,
+)
 from flows.progress import Progress
-from flows.provenance import new_run_id
+from flows.provenance import (
+    RunIdentity,
+    config_hash,
+    generator_version,
+    image_id,
+    llm_identity,
+    new_run_id,
+)
 from flows.providers import close_run, provider_for
+from flows.query import connect
+from flows.recorder import Recorder
 from flows.runners import make_task_runner, runner_from_env
 from flows.settings import RunSettings
 from schemas.graph import Candidate
+from schemas.records import RunRow
+from tasks.dedup import DedupIndex
+from tasks.manifest import open_for_writing, save_manifest
 from tasks.plan import plan_candidates
 from tasks.publish import ShardWriter
 
-
-class EcosystemYield(BaseModel):
-    candidates: int = 0
-    accepted: int = 0
-    accepted_without_repair: int = 0
-    """Accepted with no repair applied: the yield the same candidates have with repair off."""
-    rejected: dict[str, int] = {}
+WINDOW_PER_WORKER = 4
+RESULTS = ".results"
+"""Prefect result storage inside the dataset folder; removed when no run is unfinished."""
 
 
 class RunSummary(BaseModel):
     run_id: str
     backend: str
     candidates: int
+    skipped: int
+    """Already in the dataset under the same config: not run again."""
     accepted: int
     accepted_without_repair: int
     rejected: dict[str, int]
-    ecosystems: dict[str, EcosystemYield]
+    duplicates: int
+    ecosystems: dict[str, runs.EcosystemYield]
     duplicates_replanned: int
+    resumed: bool
     seconds: float
     write_s: float
     data: str
-    task_ids: list[str]
+    config_hash: str
+
+
+def run_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendConfig,
+                  run_id: str, max_repairs: int, instruction_style: str,
+                  config_hash: str) -> Outcome:
+    """:func:`flows.candidate.build_candidate`; ``config_hash`` (code, images, templates,
+    ...) is unused here but part of the task's cache key."""
+    return build_candidate(candidate, ecosystem_ref, backend, run_id, max_repairs=max_repairs,
+                           instruction_style=instruction_style)
 
 
 candidate_task = task(
-    build_candidate, name="candidate", task_run_name="candidate-{candidate.index}",
-    retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE, persist_result=False,
+    run_candidate, name="candidate", task_run_name="candidate-{candidate.index}",
+    retries=2, retry_delay_seconds=1, cache_policy=INPUTS + TASK_SOURCE, persist_result=True,
+    cache_result_in_memory=False,
     retry_condition_fn=lambda _task, _run, state: isinstance(
         state.result(raise_on_failure=False), SandboxError),
 )
+"""Cached on its inputs, which include the run id: a resumed run reuses the outcomes its
+killed predecessor had computed but not yet committed; other runs never share them.
+Results live on disk only: Prefect's in-memory result cache (1,000 entries) would hold
+every outcome of a run up to that size."""
 
 
 def plan_run(settings: RunSettings) -> tuple[list[Candidate], int]:
@@ -76,27 +123,32 @@ def plan_run(settings: RunSettings) -> tuple[list[Candidate], int]:
     return [c.model_copy(update={"index": i}) for i, c in enumerate(order)], replanned
 
 
-def _count(y: EcosystemYield, outcome: Outcome) -> None:
-    y.candidates += 1
-    if outcome.task:
-        y.accepted += 1
-        y.accepted_without_repair += not outcome.attempt.repairs
-    else:
-        key = f"{outcome.attempt.stage}/{outcome.attempt.reason}"
-        y.rejected[key] = y.rejected.get(key, 0) + 1
+def in_order(todo: Iterable[Candidate], submit: Callable[[Candidate], PrefectFuture],
+             window: int) -> Iterator[tuple[Candidate, object]]:
+    """(candidate, result or exception) in the order of ``todo``; at most ``window``
+    candidates are submitted and not yet consumed, and a consumed future is dropped."""
+    pending: collections.deque[tuple[Candidate, PrefectFuture]] = collections.deque()
+    remaining = iter(todo)
 
+    def refill() -> None:
+        for c in itertools.islice(remaining, window - len(pending)):
+            pending.append((c, submit(c)))
 
-def _write(writer: ShardWriter, outcome: Outcome) -> None:
-    writer.add("attempts", outcome.attempt)
-    if outcome.task:
-        writer.add("tasks", outcome.task)
-    for t in outcome.trajectories:
-        writer.add("trajectories", t)
+    refill()
+    while pending:
+        c, future = pending.popleft()
+        result = future.result(raise_on_failure=False)
+        del future
+        refill()  # keep the workers busy while this outcome is written
+        yield c, result
 
 
 @flow(name="taskfactory", log_prints=True, persist_result=False, task_runner=runner_from_env())
-def factory(settings: RunSettings, run_id: str | None = None) -> RunSummary:
-    """Generate tasks into ``settings.data``; returns the run summary."""
+def factory(settings: RunSettings, run_id: str | None = None, resume: bool = False
+            ) -> RunSummary:
+    """Generate tasks into ``settings.data``; returns the run summary.
+
+    ``resume`` continues the unfinished run ``run_id`` (see :mod:`flows.runs`)."""
     logger = get_run_logger()
     t0 = time.perf_counter()
     run_id = run_id or new_run_id()
@@ -105,68 +157,137 @@ def factory(settings: RunSettings, run_id: str | None = None) -> RunSummary:
     refs = {ecosystem(ref).name: ref for ref in settings.ecosystems}
     if len(refs) != len(settings.ecosystems):
         raise ValueError(f"two of the ecosystems {settings.ecosystems} share a name")
-    for ref in refs.values():  # refuse what cannot run here; build images once, up front
-        backend_for(ecosystem(ref), base)
-    reaped = provider_for(base, run_id).reap(None)  # one engine for every image
-    if reaped:
-        logger.warning("reaped %d orphaned sandboxes from dead runs", reaped)
-    candidates, replanned = plan_run(settings)
-    logger.info("run %s: %d candidates of %s on the %s backend, flow run %s", run_id,
-                len(candidates), ", ".join(refs), base.type, flow_run.get_id())
-    writer = ShardWriter(settings.data, run_id)
-    progress = Progress(len(candidates), run_id)
-    accepted: list[str] = []
-    yields = {name: EcosystemYield() for name in refs}
-    write_s = 0.0
-    try:
-        futures = {candidate_task.submit(c, refs[c.ecosystem], base, run_id,
-                                         max_repairs=settings.max_repairs,
-                                         instruction_style=settings.instruction_style): c
-                   for c in candidates}
-        for fut in as_completed(list(futures)):
-            outcome = fut.result(raise_on_failure=False)
-            c = futures[fut]
-            if isinstance(outcome, BaseException):
-                outcome = engine_failure(c, c.ecosystem, base.type, run_id, outcome)
+    backends = {name: backend_for(ecosystem(ref), base) for name, ref in refs.items()}
+    images = {name: image_id(b) for name, b in backends.items()}
+    llm = llm_identity()
+    index = DedupIndex()
+    chash = config_hash(
+        ecosystems={n: ecosystem(r).digest for n, r in refs.items()}, images=images,
+        backend=base.type, seed=settings.seed, depth_weights=settings.depth_weights,
+        max_repairs=settings.max_repairs, instruction_style=settings.instruction_style, llm=llm,
+        dedup=index.policy)
+    data = settings.data
+    with open_for_writing(data) as (manifest, orphans):
+        if orphans:
+            logger.warning("removed %d uncommitted files of an interrupted writer", len(orphans))
+        con = connect(data, checksum=True, warn=logger.warning)
+        held = runs.held_candidates(con, chash)
+        index.add_all(runs.indexed_tasks(con))
+        con.close()
+        candidates, replanned = plan_run(settings)
+        todo = [c for c in candidates if c.candidate_id not in held]
+        logger.info("run %s: %d candidates of %s on the %s backend, %d already in the "
+                    "dataset, flow run %s", run_id, len(candidates), ", ".join(refs),
+                    base.type, len(candidates) - len(todo), flow_run.get_id())
+        if not todo and not resume:  # a repeated run adds nothing, not even a runs row
+            return _summary(settings, run_id, base.type, len(candidates), chash, replanned,
+                            False, t0, 0.0, runs.RunTally())
+        entry = runs.begin(manifest, run_id, settings.model_dump(mode="json"), chash,
+                           flow_run.get_id())
+        save_manifest(data, manifest)
+        identity = RunIdentity(run_id=run_id, flow_run_id=flow_run.get_id(), config_hash=chash,
+                               llm_model=llm[0], llm_params=llm[1])
+        recorder = Recorder(identity, images, index)
+        writer = ShardWriter(data, manifest, run_id, max_rows=settings.shard_rows)
+        one = candidate_task.with_options(result_storage=_result_storage(data))
+        reaped = provider_for(base, run_id).reap(None)  # one engine for every image
+        if reaped:
+            logger.warning("reaped %d orphaned sandboxes from dead runs", reaped)
+        write_s = 0.0
+        progress = Progress(len(todo), run_id)
+        try:
+            def submit(c: Candidate) -> PrefectFuture:
+                return one.submit(c, refs[c.ecosystem], base, run_id, settings.max_repairs,
+                                  settings.instruction_style, chash)
+
+            for c, result in in_order(todo, submit, WINDOW_PER_WORKER * settings.workers):
+                outcome = result if isinstance(result, Outcome) else engine_failure(
+                    c, c.ecosystem, base.type, run_id, result)
+                t_write = time.perf_counter()
+                group = recorder.record(outcome)
+                writer.add_group(group)
+                write_s += time.perf_counter() - t_write
+                progress.done(any(table == "tasks" for table, _ in group))
             t_write = time.perf_counter()
-            _write(writer, outcome)
+            writer.commit()
             write_s += time.perf_counter() - t_write
-            _count(yields[c.ecosystem], outcome)
-            progress.done(outcome.task is not None)
-            if outcome.task:
-                accepted.append(outcome.task.task_id)
-        t_write = time.perf_counter()
-        writer.close()
-        write_s += time.perf_counter() - t_write
+        finally:
+            progress.close()
+            close_run(run_id)
+        con = connect(data, checksum=False, warn=logger.warning)
+        tally = runs.tally(con, run_id)
+        entry.status = "complete"  # committed with the runs row, in one manifest update
+        writer.add_group([("runs", RunRow(
+            run_id=run_id, flow_run_id=flow_run.get_id(), config_hash=chash,
+            settings_json=json.dumps({**settings.model_dump(mode="json"), "images": images}),
+            generator_version=generator_version(), status="complete",
+            started_at=datetime.fromisoformat(entry.started_at), finished_at=datetime.now(UTC),
+            resumes=entry.resumes, candidates=len(candidates),
+            skipped=len(candidates) - tally.attempts, accepted=tally.accepted,
+            rejected=tally.attempts - tally.accepted, duplicates=tally.duplicates,
+            provenance=identity.provenance(seed=settings.seed, image_id=None)))])
+        writer.commit()
+        if not any(e.status == "running" for e in manifest.runs.values()):
+            shutil.rmtree(data / RESULTS, ignore_errors=True)  # nothing left to resume
+        _publish_report(data, run_id, logger)
+    return _summary(settings, run_id, base.type, len(candidates), chash, replanned, resume, t0,
+                    write_s, tally)
+
+
+def _result_storage(data: Path) -> LocalFileSystem:
+    """A saved storage block (Prefect requires one) for results under ``data/.results``."""
+    folder = (data / RESULTS).resolve()
+    name = "taskfactory-results-" + hashlib.sha256(str(folder).encode()).hexdigest()[:12]
+    block = LocalFileSystem(basepath=str(folder))
+    block.save(name, overwrite=True)
+    return block
+
+
+def _publish_report(data: Path, run_id: str, logger: logging.Logger) -> None:
+    """The dataset card (README.md + plots) and the same report as a markdown artifact."""
+    from flows.card import write_card
+    from flows.stats import report
+
+    con = connect(data, checksum=False, warn=logger.warning)
+    con.execute("SET memory_limit = '256MB'")  # the report reads the whole dataset: bound it
+    try:
+        write_card(data, con)
+        create_markdown_artifact(key="taskfactory-dataset-report", markdown=report(con),
+                                 description=f"dataset {data} after run {run_id}")
     finally:
-        progress.close()
-        close_run(run_id)
+        con.close()
+
+
+def _summary(settings: RunSettings, run_id: str, backend: str, candidates: int, chash: str,
+             replanned: int, resumed: bool, t0: float, write_s: float,
+             tally: runs.RunTally) -> RunSummary:
     rejected: collections.Counter[str] = collections.Counter()
-    for y in yields.values():
+    for y in tally.ecosystems.values():
         rejected.update(y.rejected)
     summary = RunSummary(
-        run_id=run_id, backend=base.type, candidates=len(candidates), accepted=len(accepted),
-        accepted_without_repair=sum(y.accepted_without_repair for y in yields.values()),
-        rejected=dict(rejected), ecosystems=yields, duplicates_replanned=replanned,
+        run_id=run_id, backend=backend, candidates=candidates,
+        skipped=candidates - tally.attempts, accepted=tally.accepted,
+        accepted_without_repair=sum(y.accepted_without_repair for y in tally.ecosystems.values()),
+        rejected=dict(rejected), duplicates=tally.duplicates, ecosystems=tally.ecosystems,
+        duplicates_replanned=replanned, resumed=resumed,
         seconds=round(time.perf_counter() - t0, 2), write_s=round(write_s, 3),
-        data=str(settings.data),
-        task_ids=sorted(accepted))
+        data=str(settings.data), config_hash=chash)
     create_table_artifact(
         key="taskfactory-run-summary", description=f"taskfactory run {run_id}",
         table=[{"metric": k, "value": str(v)} for k, v in summary.model_dump().items()
-               if k not in ("task_ids", "ecosystems")])
+               if k != "ecosystems"])
     create_table_artifact(
         key="taskfactory-run-yield", description=f"yield per ecosystem, run {run_id}",
         table=[{"ecosystem": name, **y.model_dump(exclude={"rejected"}),
                 "rejected": ", ".join(f"{k}={v}" for k, v in sorted(y.rejected.items()))}
-               for name, y in yields.items()])
+               for name, y in tally.ecosystems.items()])
     return summary
 
 
-def run_factory(settings: RunSettings, run_id: str | None = None, runner: str = "threads",
-                address: str | None = None) -> RunSummary:
+def run_factory(settings: RunSettings, run_id: str | None = None, resume: bool = False,
+                runner: str = "threads", address: str | None = None) -> RunSummary:
     """Run the flow on ``runner`` (a thread pool sized for I/O-bound sandbox work, or a
     Dask cluster at ``address``; see flows/runners.py)."""
     logging.getLogger("prefect").setLevel(logging.WARNING)
     task_runner = make_task_runner(runner, settings.workers, address)
-    return factory.with_options(task_runner=task_runner)(settings, run_id=run_id)
+    return factory.with_options(task_runner=task_runner)(settings, run_id=run_id, resume=resume)

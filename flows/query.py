@@ -8,6 +8,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -15,29 +17,50 @@ import pyarrow as pa
 
 from schemas.arrow import arrow_schema
 from schemas.records import TABLES
+from tasks.manifest import load_manifest, shard_problem
+
+Warn = Callable[[str], object]
 
 
-def connect(data_dir: Path) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB with views ``tasks``, ``trajectories``, ``attempts``.
+def _stderr(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
 
-    A table with no shards yet is an empty view with the table's schema.
+
+def connect(data_dir: Path, checksum: bool = False, warn: Warn = _stderr
+            ) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with one view per table over the shards the manifest lists.
+
+    Shards not listed are never read.  A listed shard that is missing, has the wrong size
+    or (with ``checksum``) the wrong sha256 is left out, with one ``warn`` line naming its
+    path; the views answer from the intact shards.  Every view has the current schema's
+    columns: shards of older schema versions read as NULL where a column is new.  Raises
+    :class:`tasks.manifest.DatasetError` for a dataset of a newer schema version.
     """
+    manifest = load_manifest(data_dir)
     con = duckdb.connect()
     for table, model in TABLES.items():
-        shards = sorted((data_dir / table).glob("*.parquet"))
+        shards = []
+        for entry in manifest.listed(table):
+            problem = shard_problem(data_dir, entry, checksum)
+            if problem:
+                warn(f"skipping corrupt shard {data_dir / entry.path} ({problem}); "
+                     f"{table} answers from the intact shards")
+            else:
+                shards.append(data_dir / entry.path)
+        empty = pa.Table.from_pylist([], schema=arrow_schema(model))
+        con.register(f"_empty_{table}", empty)
         if shards:
             files = ", ".join("'" + str(p).replace("'", "''") + "'" for p in shards)
             con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{files}], "
-                        "union_by_name = true)")
+                        f"union_by_name = true) UNION ALL BY NAME SELECT * FROM _empty_{table}")
         else:
-            empty = pa.Table.from_pylist([], schema=arrow_schema(model))
-            con.register(f"_empty_{table}", empty)
             con.execute(f"CREATE VIEW {table} AS SELECT * FROM _empty_{table}")
     return con
 
 
-def run_query(data_dir: Path, sql: str) -> tuple[list[str], list[tuple]]:
-    con = connect(data_dir)
+def run_query(data_dir: Path, sql: str, checksum: bool = False, warn: Warn = _stderr
+              ) -> tuple[list[str], list[tuple]]:
+    con = connect(data_dir, checksum, warn)
     try:
         cur = con.execute(sql)
         columns = [d[0] for d in cur.description] if cur.description else []

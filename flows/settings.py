@@ -26,6 +26,9 @@ class RunSettings(BaseModel):
     """``goal``: the end state to reach; ``step``: the same items as ordered steps."""
     depth_weights: dict[int, float] = Field(default_factory=lambda: dict(DEFAULT_DEPTH_WEIGHTS))
     """Relative weight of each workflow depth (1..8) when planning."""
+    shard_rows: int = Field(500, ge=1, le=1_000_000)
+    """Rows per table that trigger a commit (shards also commit at 16 MB of buffered data);
+    changes the shard layout, not the rows, so it is not part of the config hash."""
 
     @field_validator("ecosystems")
     @classmethod

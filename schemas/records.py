@@ -1,4 +1,10 @@
-"""Dataset rows: one pydantic model per Parquet table. Arrow schemas derive from these."""
+"""Dataset rows: one pydantic model per Parquet table. Arrow schemas derive from these.
+
+Every row carries a :class:`Provenance` (stamped by the writer's caller before the row is
+written; the writer refuses rows without one).  ``SCHEMA_VERSION`` changes whenever a
+table's columns change; readers accept every older version (missing columns read as
+NULL) and refuse newer ones with a message naming both versions.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,8 @@ from pydantic import BaseModel, ConfigDict
 
 from schemas.verifier import GateResult
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""1: tasks, trajectories, attempts.  2: + provenance on every row, + steps and runs."""
 
 Supervision = Literal["masked", "full", "actobs"]
 ActionSpace = Literal["function", "terminal"]
@@ -18,10 +25,36 @@ LLM_SUFFIX = "+llm:"
 """Appended to a ``template_id``, with the model, when an LLM paraphrase was kept."""
 
 
+class Provenance(BaseModel):
+    """Where a row came from: enough to reproduce it, or to know why it cannot be."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    run_id: str
+    flow_run_id: str | None
+    """The Prefect flow run that wrote the row (a resumed run has a new one)."""
+    generator_version: str
+    """``<package version>+g<git commit>``."""
+    config_hash: str
+    """Hash of every setting that changes outputs (see ``flows.provenance.config_hash``)."""
+    seed: int
+    """The candidate's seed (the run seed on ``runs`` rows)."""
+    image_id: str | None
+    """The sandbox image id (``sha256:...``) on docker; None on the local backend."""
+    template_hash: str
+    """Hash of the instruction and verifier templates."""
+    llm_model: str | None
+    llm_params: str | None
+    """JSON of the LLM sampling parameters, when an LLM is configured."""
+    created_at: datetime
+
+
 class _Row(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     schema_version: int = SCHEMA_VERSION
+    provenance: Provenance | None = None
+    """Required in the dataset: :class:`tasks.publish.ShardWriter` refuses rows without it."""
 
 
 class TaskRow(_Row):
@@ -145,8 +178,53 @@ class AttemptRow(_Row):
     created_at: datetime
 
 
+class StepRow(_Row):
+    """One executed step of an accepted task's reference trace."""
+
+    task_id: str
+    run_id: str
+    position: int
+    """0-based order of execution."""
+    step_id: str
+    tool: str
+    args_json: str
+    command: str
+    exit_code: int
+    stdout: str
+    stderr: str
+    """stdout and stderr are capped (tail kept); ``truncated`` says when."""
+    truncated: bool
+    duration_s: float
+    output_type: str
+
+
+class RunRow(_Row):
+    """One row per finished run, written last (a killed run has none until resumed)."""
+
+    run_id: str
+    flow_run_id: str | None
+    settings_json: str
+    config_hash: str
+    generator_version: str
+    status: Literal["complete"]
+    started_at: datetime
+    finished_at: datetime
+    resumes: int
+    """How many times the run was continued with ``--resume``."""
+    candidates: int
+    """Planned by the run's settings."""
+    skipped: int
+    """Already recorded in the dataset under the same config hash: not run again."""
+    accepted: int
+    rejected: int
+    duplicates: int
+    """Rejected by dedup (counted in ``rejected`` too)."""
+
+
 TABLES: dict[str, type[_Row]] = {
     "tasks": TaskRow,
     "trajectories": TrajectoryRow,
+    "steps": StepRow,
     "attempts": AttemptRow,
+    "runs": RunRow,
 }

@@ -1,46 +1,29 @@
-"""Publishing: stream rows into zstd Parquet shards, atomically, with a manifest.
+"""Publishing: stream rows into zstd Parquet shards, committed atomically with a manifest.
 
-Layout: ``<data>/<table>/part-<run>-<seq>.parquet`` plus ``<data>/_manifest.json``.
-A shard is written to a hidden temp name in the same folder, fsynced, then renamed into
-place; the manifest (shard path, rows, sha256) is rewritten the same way after each
-shard, so readers never see a partial file.  Rows are buffered per table and flushed
-every ``rows_per_shard`` rows: memory is bounded by the buffer, not by the run.
+Layout: ``<data>/<table>/part-<run>-<seq>.parquet`` plus ``<data>/_manifest.json`` (the
+commit protocol is in :mod:`tasks.manifest`).  Rows arrive in **groups** — all rows of
+one candidate, over several tables — and a group is never split between commits: a
+commit writes one shard per table with buffered rows and then lists all of them in one
+manifest update, so after a crash a candidate is either wholly in the dataset or not at
+all.  The buffer is flushed when any table holds ``max_rows`` rows or the buffered Arrow
+data reaches ``max_bytes``: memory is bounded by the buffer, not by the run.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel
 
 from schemas.arrow import arrow_schema
-from schemas.records import SCHEMA_VERSION, TABLES
+from schemas.records import SCHEMA_VERSION, TABLES, _Row
+from tasks.manifest import Manifest, ShardEntry, atomic_write, save_manifest
 
-MANIFEST = "_manifest.json"
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the whole new one."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+__all__ = ["ShardWriter", "atomic_write", "check_writable", "table_schema"]
 
 
 def check_writable(data_dir: Path) -> None:
@@ -51,49 +34,86 @@ def check_writable(data_dir: Path) -> None:
     probe.unlink()
 
 
+def table_schema(table: str) -> pa.Schema:
+    """The Arrow schema of ``table`` with ``schema_version`` and table name as metadata."""
+    return arrow_schema(TABLES[table]).with_metadata(
+        {"schema_version": str(SCHEMA_VERSION), "table": table})
+
+
 class ShardWriter:
-    """Buffers rows per table and writes them as shards; ``close()`` flushes the rest."""
+    """Buffers row groups and commits them as shards into a dataset opened for writing.
 
-    def __init__(self, data_dir: Path, run_id: str, rows_per_shard: int = 500) -> None:
+    ``manifest`` must come from :func:`tasks.manifest.open_for_writing` (the caller holds
+    the dataset lock).  ``close()`` commits what is left; without it (a crash, a kill) the
+    uncommitted groups are simply not in the dataset."""
+
+    def __init__(self, data_dir: Path, manifest: Manifest, run_id: str, max_rows: int = 500,
+                 max_bytes: int = 16 << 20) -> None:
         self.data_dir = data_dir
+        self.manifest = manifest
         self.run_id = run_id
-        self.rows_per_shard = rows_per_shard
-        self._buffers: dict[str, list[dict]] = {t: [] for t in TABLES}
-        self._seq = 0
-        self.written: dict[str, int] = {t: 0 for t in TABLES}
+        self.max_rows = max_rows
+        self.max_bytes = max_bytes
+        self._batches: dict[str, list[pa.RecordBatch]] = {t: [] for t in TABLES}
+        self._rows = dict.fromkeys(TABLES, 0)
+        self._bytes = 0
+        self._seq = manifest.next_seq(run_id)
+        self.written = dict.fromkeys(TABLES, 0)
+        """Rows committed per table by this writer."""
+        self.commits = 0
 
-    def add(self, table: str, row: BaseModel) -> None:
-        self._buffers[table].append(row.model_dump(mode="python"))
-        if len(self._buffers[table]) >= self.rows_per_shard:
-            self._flush(table)
+    def add_group(self, rows: Iterable[tuple[str, _Row]]) -> None:
+        """Buffer rows that must be committed together; may commit."""
+        staged = []
+        for table, row in rows:
+            if row.provenance is None:
+                raise ValueError(f"a {table} row without provenance cannot be written")
+            staged.append((table, pa.RecordBatch.from_pylist(
+                [row.model_dump(mode="python")], schema=table_schema(table))))
+        for table, batch in staged:
+            self._batches[table].append(batch)
+            self._rows[table] += batch.num_rows
+            self._bytes += batch.nbytes
+        if self._bytes >= self.max_bytes or max(self._rows.values()) >= self.max_rows:
+            self.commit()
+
+    @property
+    def buffered(self) -> int:
+        return sum(self._rows.values())
+
+    def commit(self) -> None:
+        """Write every buffered table as one shard, then list them all in the manifest."""
+        if not self.buffered:
+            return
+        entries = []
+        for table in TABLES:  # each table's buffer is released as soon as its shard is out
+            batches, self._batches[table] = self._batches[table], []
+            if batches:
+                entries.append(self._write_shard(table, pa.Table.from_batches(batches)))
+                del batches
+        self.manifest.shards.extend(entries)
+        save_manifest(self.data_dir, self.manifest)
+        for e in entries:
+            self.written[e.table] += e.rows
+        self._batches = {t: [] for t in TABLES}
+        self._rows = dict.fromkeys(TABLES, 0)
+        self._bytes = 0
+        self.commits += 1
 
     def close(self) -> None:
-        for table in TABLES:
-            self._flush(table)
+        self.commit()
 
-    def _flush(self, table: str) -> None:
-        rows = self._buffers[table]
-        if not rows:
-            return
-        schema = arrow_schema(TABLES[table]).with_metadata(
-            {"schema_version": str(SCHEMA_VERSION), "table": table})
-        arrow_table = pa.Table.from_pylist(rows, schema=schema)
+    def _write_shard(self, table: str, data: pa.Table) -> ShardEntry:
         folder = self.data_dir / table
         folder.mkdir(parents=True, exist_ok=True)
-        self._seq += 1
         path = folder / f"part-{self.run_id}-{self._seq:05d}.parquet"
+        self._seq += 1
         sink = pa.BufferOutputStream()
-        pq.write_table(arrow_table, sink, compression="zstd", compression_level=3)
-        data = sink.getvalue().to_pybytes()
-        atomic_write(path, data)
-        self._record(table, path, len(rows), hashlib.sha256(data).hexdigest())
-        self.written[table] += len(rows)
-        self._buffers[table] = []
-
-    def _record(self, table: str, path: Path, rows: int, sha256: str) -> None:
-        manifest_path = self.data_dir / MANIFEST
-        manifest = (json.loads(manifest_path.read_text()) if manifest_path.exists()
-                    else {"schema_version": SCHEMA_VERSION, "shards": []})
-        manifest["shards"].append({"table": table, "path": str(path.relative_to(self.data_dir)),
-                                   "rows": rows, "sha256": sha256, "run_id": self.run_id})
-        atomic_write(manifest_path, json.dumps(manifest, indent=2).encode())
+        pq.write_table(data, sink, compression="zstd", compression_level=3,
+                       write_page_index=True)
+        blob = sink.getvalue().to_pybytes()
+        atomic_write(path, blob)
+        return ShardEntry(table=table, path=str(path.relative_to(self.data_dir)),
+                          rows=data.num_rows, bytes=len(blob),
+                          sha256=hashlib.sha256(blob).hexdigest(), run_id=self.run_id,
+                          schema_version=SCHEMA_VERSION)

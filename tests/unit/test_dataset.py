@@ -1,31 +1,63 @@
-"""Shards: explicit Arrow schemas from the pydantic rows, atomic files, DuckDB views."""
+"""Shards: explicit Arrow schemas, atomic commits with a manifest, DuckDB views, corruption,
+orphans, locking and reading datasets of older schema versions."""
 
 import hashlib
 import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
-from flows.query import run_query
+from flows.query import connect, run_query
 from schemas.arrow import arrow_schema
-from schemas.records import AttemptRow, Message, TrajectoryRow
+from schemas.records import SCHEMA_VERSION, AttemptRow, Message, Provenance, StepRow, TrajectoryRow
+from tasks.manifest import (
+    DatasetError,
+    check_unlocked,
+    load_manifest,
+    open_for_writing,
+    shard_problem,
+)
 from tasks.publish import ShardWriter
 
+V1 = Path(__file__).parents[1] / "fixtures" / "datasets" / "v1"
+PROV = Provenance(run_id="r1", flow_run_id=None, generator_version="0+test", config_hash="c",
+                  seed=0, image_id=None, template_hash="t", llm_model=None, llm_params=None,
+                  created_at=datetime.now(UTC))
 
-def attempt(i, status="rejected"):
+
+def attempt(i, status="rejected", prov=PROV):
     return AttemptRow(candidate_id=f"c{i}", run_id="r1", index=i, ecosystem="files", seed=i,
                       shape="chain", depth=1, fingerprint="f", status=status, stage="execute",
                       reason="binding", detail="", task_id=None, backend="local", repairs=[],
                       sandboxes=2, sandbox_s=0.1, execute_s=0.2, gate_s=0.0, render_s=0.0,
                       total_s=0.3,
-                      created_at=datetime.now(UTC))
+                      created_at=datetime.now(UTC), provenance=prov)
+
+
+def step(i, k):
+    return StepRow(task_id=f"t{i}", run_id="r1", position=k, step_id=f"s{k}", tool="grep",
+                   args_json="{}", command="grep x", exit_code=0, stdout="x", stderr="",
+                   truncated=False, duration_s=0.01, output_type="lines", provenance=PROV)
+
+
+def write(data, groups, **kw):
+    with open_for_writing(data) as (manifest, _):
+        writer = ShardWriter(data, manifest, "r1", **kw)
+        for g in groups:
+            writer.add_group(g)
+        writer.close()
+    return writer
 
 
 def test_writer_flushes_by_rows_and_manifest_matches_files(tmp_path):
-    writer = ShardWriter(tmp_path, "r1", rows_per_shard=4)
-    for i in range(10):
-        writer.add("attempts", attempt(i))
-    writer.close()
+    write(tmp_path, [[("attempts", attempt(i))] for i in range(10)], max_rows=4)
     shards = sorted((tmp_path / "attempts").glob("*.parquet"))
     assert len(shards) == 3
     assert not list(tmp_path.rglob(".*.tmp"))
@@ -34,28 +66,154 @@ def test_writer_flushes_by_rows_and_manifest_matches_files(tmp_path):
     for entry in manifest["shards"]:
         data = (tmp_path / entry["path"]).read_bytes()
         assert hashlib.sha256(data).hexdigest() == entry["sha256"]
+        assert len(data) == entry["bytes"] and entry["schema_version"] == SCHEMA_VERSION
     f = pq.ParquetFile(shards[0])
     assert f.schema_arrow.remove_metadata() == arrow_schema(AttemptRow)
+    assert f.schema_arrow.metadata[b"schema_version"] == str(SCHEMA_VERSION).encode()
     assert f.metadata.row_group(0).column(0).compression == "ZSTD"
-    cols, rows = run_query(tmp_path, "select count(*), count(distinct candidate_id) from attempts")
-    assert rows == [(10, 10)]
+    cols, rows = run_query(tmp_path, "select count(*), count(distinct candidate_id), "
+                                     "count(provenance.config_hash) from attempts")
+    assert rows == [(10, 10, 10)]
+
+
+def test_a_group_is_never_split_between_commits(tmp_path):
+    # each group: one attempt and three steps; commits by rows (steps reach 4 first) and
+    # by bytes; after every commit the tables agree on which candidates are in
+    groups = [[("attempts", attempt(i))] + [("steps", step(i, k)) for k in range(3)]
+              for i in range(7)]
+    writer = write(tmp_path, groups, max_rows=4)
+    assert writer.commits == 4  # 2 groups (6 steps >= 4) per commit, the last alone
+    manifest = load_manifest(tmp_path)
+    for n in range(1, len(manifest.shards) // 2 + 1):
+        prefix = manifest.shards[: 2 * n]
+        rows = {t: sum(s.rows for s in prefix if s.table == t) for t in ("attempts", "steps")}
+        assert rows["steps"] == 3 * rows["attempts"]
+    writer = write(tmp_path / "b", groups, max_bytes=1)
+    assert writer.commits == 7
+
+
+def test_rows_without_provenance_are_refused(tmp_path):
+    with open_for_writing(tmp_path) as (manifest, _):
+        writer = ShardWriter(tmp_path, manifest, "r1")
+        with pytest.raises(ValueError, match="without provenance"):
+            writer.add_group([("attempts", attempt(0, prov=None))])
 
 
 def test_empty_tables_are_queryable_views(tmp_path):
     cols, rows = run_query(tmp_path, "select count(*) from tasks")
     assert rows == [(0,)]
     cols, _ = run_query(tmp_path, "select * from trajectories")
-    assert "messages" in cols and "supervision" in cols
+    assert "messages" in cols and "supervision" in cols and "provenance" in cols
+    for table in ("steps", "runs"):
+        assert run_query(tmp_path, f"select count(*) from {table}")[1] == [(0,)]
 
 
 def test_nested_messages_round_trip(tmp_path):
-    writer = ShardWriter(tmp_path, "r1")
-    writer.add("trajectories", TrajectoryRow(
+    write(tmp_path, [[("trajectories", TrajectoryRow(
         trajectory_id="t", task_id="k", run_id="r1", tools="[]", supervision="masked",
         action_space="function", reward=1.0, n_turns=1, created_at=datetime.now(UTC),
-        messages=[Message(role="user", content="hi"),
-                  Message(role="assistant", content="ok", train=True, weight=1)]))
-    writer.close()
+        provenance=PROV, messages=[Message(role="user", content="hi"),
+                                   Message(role="assistant", content="ok", train=True,
+                                           weight=1)]))]])
     _, rows = run_query(tmp_path, "select m.role, m.train, m.weight from trajectories, "
                                   "unnest(messages) as u(m)")
     assert rows == [("user", False, 0), ("assistant", True, 1)]
+
+
+def test_orphan_shards_are_never_read_and_removed_by_the_next_writer(tmp_path):
+    write(tmp_path, [[("attempts", attempt(i))] for i in range(3)])
+    listed = next((tmp_path / "attempts").glob("*.parquet"))
+    orphan = listed.with_name("part-r9-00001.parquet")  # a writer killed before its manifest
+    shutil.copy(listed, orphan)
+    (tmp_path / "attempts" / ".part-r9-00002.parquet.tmp").write_bytes(b"PAR1 partial")
+    assert run_query(tmp_path, "select count(*) from attempts")[1] == [(3,)]
+    with open_for_writing(tmp_path) as (_, removed):
+        assert sorted(p.name for p in removed) == [".part-r9-00002.parquet.tmp", orphan.name]
+    assert sorted(p.name for p in (tmp_path / "attempts").iterdir()) == [listed.name]
+
+
+def test_a_truncated_shard_is_reported_and_the_intact_ones_still_answer(tmp_path):
+    write(tmp_path, [[("attempts", attempt(i))] for i in range(6)], max_rows=2)
+    manifest = load_manifest(tmp_path)
+    bad = tmp_path / manifest.shards[1].path
+    bad.write_bytes(bad.read_bytes()[:-100])
+    warnings = []
+    _, rows = run_query(tmp_path, "select count(*) from attempts", warn=warnings.append)
+    assert rows == [(4,)]
+    assert len(warnings) == 1 and str(bad) in warnings[0] and "bytes" in warnings[0]
+
+
+def test_a_flipped_byte_is_caught_by_the_checksum_only(tmp_path):
+    write(tmp_path, [[("attempts", attempt(i))] for i in range(4)], max_rows=2)
+    bad = tmp_path / load_manifest(tmp_path).shards[0].path
+    blob = bytearray(bad.read_bytes())
+    blob[len(blob) // 2] ^= 0xFF
+    bad.write_bytes(bytes(blob))
+    entry = load_manifest(tmp_path).shards[0]
+    assert shard_problem(tmp_path, entry, checksum=False) is None  # same size: a stat misses it
+    warnings = []
+    con = connect(tmp_path, checksum=True, warn=warnings.append)
+    assert con.execute("select count(*) from attempts").fetchone() == (2,)
+    assert len(warnings) == 1 and "sha256" in warnings[0] and str(bad) in warnings[0]
+
+
+def test_one_writer_at_a_time(tmp_path):
+    with (open_for_writing(tmp_path),
+          pytest.raises(DatasetError, match="another taskfactory"),
+          open_for_writing(tmp_path)):
+        pass
+
+
+def test_a_version_1_dataset_reads_with_new_columns_as_null(tmp_path):
+    data = tmp_path / "v1"
+    shutil.copytree(V1, data)
+    assert json.loads((data / "_manifest.json").read_text())["schema_version"] == 1
+    _, rows = run_query(data, "select count(*), count(provenance), min(schema_version), "
+                              "min(gate.reference_reward) from tasks")
+    assert rows == [(6, 0, 1, 1.0)]
+    assert run_query(data, "select count(*) from steps")[1] == [(0,)]
+    # appending version-2 rows to it: both read as one table
+    write(data, [[("attempts", attempt(i))] for i in range(2)])
+    _, rows = run_query(data, "select schema_version, count(*), count(provenance) from "
+                              "attempts group by 1 order by 1")
+    assert rows == [(1, 6, 0), (2, 2, 2)]
+    assert load_manifest(data).schema_version == SCHEMA_VERSION
+
+
+def test_a_newer_schema_version_fails_with_both_versions_named(tmp_path):
+    data = tmp_path / "v9"
+    shutil.copytree(V1, data)
+    raw = json.loads((data / "_manifest.json").read_text())
+    raw["schema_version"] = SCHEMA_VERSION + 7
+    (data / "_manifest.json").write_text(json.dumps(raw))
+    with pytest.raises(DatasetError) as err:
+        connect(data)
+    assert f"schema version {SCHEMA_VERSION + 7}" in str(err.value)
+    assert f"versions 1 to {SCHEMA_VERSION}" in str(err.value)
+
+
+def test_a_killed_writer_releases_the_lock_though_a_forked_child_lives_on(tmp_path):
+    # a sandbox child caught between fork and exec when its parent is SIGKILLed still has
+    # the lock file open; the lock must die with the parent all the same
+    code = ("import os, signal, sys, time\nfrom pathlib import Path\n"
+            "from tasks.manifest import open_for_writing\n"
+            "with open_for_writing(Path(sys.argv[1])):\n"
+            "    pid = os.fork()\n"
+            "    if pid == 0:  # keeps the lock file open, lets go of the output pipes\n"
+            "        os.close(1)\n"
+            "        os.close(2)\n"
+            "        time.sleep(60)\n"
+            "        os._exit(0)\n"
+            "    print(pid, flush=True)\n"
+            "    os.kill(os.getpid(), signal.SIGKILL)\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                          text=True, cwd=Path(__file__).parents[2], timeout=60)
+    child = int(proc.stdout)
+    try:
+        assert proc.returncode == -signal.SIGKILL
+        os.kill(child, 0)  # alive, with the lock file open
+        check_unlocked(tmp_path)
+        with open_for_writing(tmp_path):
+            pass
+    finally:
+        os.kill(child, signal.SIGKILL)

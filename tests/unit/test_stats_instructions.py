@@ -1,23 +1,21 @@
 """`taskfactory stats` on shards written before instruction columns existed."""
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+from pathlib import Path
 
 from flows.query import connect
 from flows.stats_instructions import instruction_stats, opening
 
+V1 = Path(__file__).parents[1] / "fixtures" / "datasets" / "v1"
 
-def test_older_shards_are_reported_not_rechecked(tmp_path):
-    (tmp_path / "tasks").mkdir()
-    pq.write_table(pa.table({"task_id": ["a", "b"], "ecosystem": ["files", "files"],
-                             "instruction": ["Do `x` now.\n", "Do `y` now.\n"]}),
-                   tmp_path / "tasks" / "part-old.parquet")
-    stats = instruction_stats(connect(tmp_path))
-    assert (stats.tasks, stats.distinct, stats.templates) == (2, 2, 0)
-    assert [(o.value, o.count) for o in stats.openings] == [("Do `x` now.", 1),
-                                                            ("Do `y` now.", 1)]
+
+def test_older_shards_are_reported_not_rechecked():
+    """A version-1 dataset (tests/fixtures/datasets/v1) has no template ids or literals."""
+    stats = instruction_stats(connect(V1))
+    assert (stats.tasks, stats.distinct, stats.templates) == (6, 6, 0)
+    assert sum(o.count for o in stats.openings) == 6
     (eco,) = stats.ecosystems
-    assert (eco.tasks, eco.preserved, eco.trajectories) == (2, 0, 0)
+    assert (eco.ecosystem, eco.tasks, eco.preserved) == ("files", 6, 0)  # nothing to re-check
+    assert eco.trajectories == 6
 
 
 def test_opening_is_the_first_words_of_the_first_line():
