@@ -22,13 +22,12 @@ from flows.provenance import generator_version
 from flows.providers import provider_for
 from schemas.graph import Candidate, WorkflowGraph
 from schemas.records import AttemptRow, TaskRow, TrajectoryRow
-from schemas.trace import EnvAdditions
 from tasks.commands import solution_script
 from tasks.execute import execute_graph
 from tasks.failures import StageFailure
 from tasks.instruct import render_instruction
 from tasks.llm import LLMClient, LLMConfig
-from tasks.realize import LiveEnvironment, probe
+from tasks.realize import LiveEnvironment, env_digest, probe, state_digest
 from tasks.repair import Repairer
 from tasks.repair_llm import propose_repair
 from tasks.trajectories import render_trajectory
@@ -75,15 +74,6 @@ def backend_for(eco: Ecosystem, backend: BackendConfig,
     if packages:
         raise SandboxUnavailableError("the local backend cannot install packages")
     return backend
-
-
-def env_digest(files: dict[str, bytes], additions: EnvAdditions) -> str:
-    h = hashlib.sha256()
-    for path in sorted(files):
-        h.update(path.encode() + b"\0" + hashlib.sha256(files[path]).digest())
-    if additions:
-        h.update(additions.model_dump_json().encode())
-    return h.hexdigest()[:20]
 
 
 def task_id_for(eco: Ecosystem, digest: str, graph: WorkflowGraph, instruction: str,
@@ -160,7 +150,8 @@ def build_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendCo
             instruction=instruction, answer=trace.answer, solution_sh=solution_sh,
             verifier_py=verifier_py, checks_json=json.dumps([c.model_dump() for c in checks]),
             graph_json=graph.model_dump_json(), trace_json=trace.model_dump_json(),
-            env_digest=digest, image=getattr(backend, "image", "local"), backend=backend.type,
+            env_digest=digest, initial_state_sha256=state_digest(before),
+            image=getattr(backend, "image", "local"), backend=backend.type,
             gate=gate, generator_version=generator_version(), created_at=now)
         trajectories = [render_trajectory(eco, task_id, run_id, instruction, trace)]
         lap("render_s", t)
