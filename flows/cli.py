@@ -1,4 +1,4 @@
-"""The ``taskfactory`` command line: run, plan, query, serve.
+"""The ``taskfactory`` command line: run, plan, query, serve, export, check-harbor.
 
 Commands that run no flow never import Prefect or Docker.  Bad input ends with one line
 ``taskfactory: error: ...`` on stderr and exit code 2, before anything is written.
@@ -238,6 +238,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--cron", default="0 3 * * *")
     serve.add_argument("--name", default="taskfactory-nightly")
     serve.set_defaults(func=cmd_serve)
+    from flows.check_harbor import add_check_parser
+    from flows.export_harbor import add_export_parser
+
+    export = sub.add_parser("export", help="write the dataset's tasks in other formats")
+    formats = export.add_subparsers(dest="format", required=True, parser_class=_Parser)
+    add_export_parser(formats)
+    add_check_parser(sub)
     return parser
 
 
