@@ -19,8 +19,8 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from flows.cli import UsageError
 from flows.export_harbor import load_ecosystems, load_rows, task_source_options
+from flows.usage import UsageError
 
 
 def add_check_parser(sub: argparse._SubParsersAction) -> None:

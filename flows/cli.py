@@ -12,14 +12,12 @@ import signal
 import sys
 from pathlib import Path
 
+from flows.usage import UsageError
+
 EXIT_USAGE = 2
 EXAMPLE_QUERY = ("select ecosystem, avg((status = 'accepted')::int) as yield, "
                  "avg((status = 'accepted' and len(repairs) = 0)::int) as yield_without_repair "
                  "from attempts group by ecosystem")
-
-
-class UsageError(Exception):
-    """Bad input: reported as one line, exit code 2."""
 
 
 class _Parser(argparse.ArgumentParser):

@@ -19,7 +19,7 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
-from flows.cli import UsageError
+from flows.usage import UsageError
 
 HARBOR_HINT = "harbor run -p {out} -a oracle (Harbor's docker environment needs `docker compose`)"
 
