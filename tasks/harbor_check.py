@@ -34,7 +34,7 @@ from tasks.commands import solution_script
 from tasks.failures import StageFailure
 from tasks.harbor import LOGS_DIR, SOLUTION_DIR, TESTS_DIR, ExportTask
 from tasks.harbor_container import CHECK_LABEL, ContainerError, TaskContainer
-from tasks.harbor_identity import compare, exported_state, factory_state
+from tasks.harbor_identity import StateUnreadable, compare, exported_state, factory_state
 from tasks.shortcuts import Shortcut, shortcut
 
 LOG_DIRS = "/logs/agent /logs/verifier /logs/artifacts"
@@ -132,6 +132,7 @@ class _Run:
         self.agent_ids = (int(uid or 0), int(gid or uid or 0))
         self.exported: tuple[dict, dict] | None = None
         """(probe state, manifest) read in the nop control's container, before its verifier."""
+        self.unreadable = ""
 
     def container(self) -> TaskContainer:
         box = TaskContainer(self.client, self.image, cpus=self.cfg.cpus,
@@ -229,8 +230,11 @@ class _Run:
                         self.verify(box, control)
                     return control
                 elif name == "nop":
-                    self.exported = exported_state(box, task, self.cfg.agent_user,
-                                                   self.cfg.workdir)
+                    try:
+                        self.exported = exported_state(box, task, self.cfg.agent_user,
+                                                       self.cfg.workdir)
+                    except StateUnreadable as exc:
+                        self.unreadable = str(exc)
                 self.verify(box, control)
         except ContainerError as exc:
             control.error = str(exc)
@@ -252,10 +256,12 @@ def check_folder(client, folder: Path, task: ExportTask, run: str) -> FolderRepo
         build_image(client, folder, image, runner.cfg.build_timeout, run)
         report.build_s = time.perf_counter() - t0
         report.controls = [runner.control(name) for name in control_names(task)]
-        if runner.exported is None:
-            raise ContainerError("the nop control's container never started")
-        identity = compare(task, runner.exported, factory_state(task, f"{run}-{task.row.task_id}"))
-        report.identical, report.identity = identity.identical, identity.detail
+        if runner.exported is not None:
+            identity = compare(task, runner.exported,
+                               factory_state(task, f"{run}-{task.row.task_id}"))
+            report.identical, report.identity = identity.identical, identity.detail
+        else:
+            report.identity = runner.unreadable or "the nop control's container never started"
     except (ContainerError, SandboxError, StageFailure, RuntimeError, OSError, KeyError,
             ValueError) as exc:
         report.error = f"{type(exc).__name__}: {exc}"[:600]

@@ -57,6 +57,10 @@ print(json.dumps(out, sort_keys=True))
 '''
 
 
+class StateUnreadable(RuntimeError):
+    """The probe or the manifest script failed in the exported image."""
+
+
 @dataclass(frozen=True)
 class Identity:
     identical: bool
@@ -78,8 +82,8 @@ def exported_state(box: TaskContainer, task: ExportTask, user: str,
                      timeout=60, workdir=workdir)
     listing = box.exec(_manifest_command(), user=user, timeout=120)
     if state.exit_code != 0 or listing.exit_code != 0:
-        raise RuntimeError(f"probe or manifest failed in the exported image: "
-                           f"{(state.output + listing.output).strip()[-300:]}")
+        raise StateUnreadable(f"the probe or the manifest fails in the exported image: "
+                              f"{(state.output + listing.output).strip()[-300:]}")
     return json.loads(state.output), json.loads(listing.output)
 
 
