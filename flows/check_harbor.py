@@ -103,15 +103,17 @@ def run_checks(work: list, workers: int, report: Path | None) -> int:
 
     run = f"check-{os.getpid()}"
     results = []
+    pool = ThreadPoolExecutor(max(1, workers))
     try:
-        with ThreadPoolExecutor(max(1, workers)) as pool:
-            for result in pool.map(lambda w: check_folder(client, w[1], w[0], run), work):
-                print(_line(result), flush=True)
-                results.append(result)
+        for result in pool.map(lambda w: check_folder(client, w[1], w[0], run), work):
+            print(_line(result), flush=True)
+            results.append(result)
     except KeyboardInterrupt:
+        pool.shutdown(wait=False, cancel_futures=True)
         print(f"interrupted: {remove_labelled(client, run)} containers removed")
         raise SystemExit(130) from None
     finally:
+        pool.shutdown(wait=False)
         remove_labelled(client, run)
         for image in client.images.list(filters={"label": f"{CHECK_LABEL}={run}"}):
             with contextlib.suppress(docker.errors.APIError):

@@ -5,8 +5,9 @@ Harbor's docker environment runs the image with its own entrypoint and the comma
 chosen user) and file uploads (tar streams owned by root).  This wrapper does the same
 with the docker SDK: Docker's default capabilities and no ``no-new-privileges`` (as
 Harbor's compose project gets them: a verifier running as root must be able to read what
-the agent's user left with mode 0600), no network, and the task's CPU and memory limits.  Every container carries the label
-``taskfactory.harbor-check=<run>`` so an interrupted check can remove what it started.
+the agent's user left with mode 0600), no network, and the task's CPU and memory limits.
+Every container carries the label ``taskfactory.harbor-check=<run>`` so an interrupted
+check can remove what it started.
 """
 
 from __future__ import annotations
