@@ -13,7 +13,7 @@ export UV_PYTHON_DOWNLOADS := never
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 
-.PHONY: run test venv engine image lint bench clean-data
+.PHONY: run test venv engine image compose lint bench clean-data
 
 $(VENV)/.synced: pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet uv 2>/dev/null \
@@ -30,6 +30,10 @@ engine:
 
 image: engine
 	@if [ "$$(id -u)" = 0 ]; then bash environments/engine/build-base-image.sh; fi
+
+# The Docker Compose v2 plugin, which Harbor's docker environment needs (not taskfactory).
+compose: engine
+	bash environments/engine/install-compose.sh
 
 run: venv
 	@$(MAKE) --no-print-directory image || echo "run: no Docker engine here; the local backend will be used"

@@ -22,7 +22,6 @@ from flows.provenance import generator_version
 from flows.providers import provider_for
 from schemas.graph import Candidate, WorkflowGraph
 from schemas.records import AttemptRow, TaskRow, TrajectoryRow
-from schemas.trace import EnvAdditions
 from tasks.commands import solution_script
 from tasks.execute import execute_graph
 from tasks.failures import StageFailure
@@ -30,7 +29,7 @@ from tasks.instruct import render_instruction
 from tasks.llm import LLMClient, LLMConfig
 from tasks.paraphrase import paraphrase_instruction
 from tasks.preserve import check_items_preserved, check_preserved, required_literals
-from tasks.realize import LiveEnvironment, probe
+from tasks.realize import LiveEnvironment, env_digest, probe, state_digest
 from tasks.reasoning import LLMReasoner
 from tasks.repair import Repairer
 from tasks.repair_llm import propose_repair
@@ -84,15 +83,6 @@ def backend_for(eco: Ecosystem, backend: BackendConfig,
     if packages:
         raise SandboxUnavailableError("the local backend cannot install packages")
     return backend
-
-
-def env_digest(files: dict[str, bytes], additions: EnvAdditions) -> str:
-    h = hashlib.sha256()
-    for path in sorted(files):
-        h.update(path.encode() + b"\0" + hashlib.sha256(files[path]).digest())
-    if additions:
-        h.update(additions.model_dump_json().encode())
-    return h.hexdigest()[:20]
 
 
 def task_id_for(eco: Ecosystem, digest: str, graph: WorkflowGraph, instruction: str,
@@ -187,7 +177,8 @@ def build_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendCo
             answer=trace.answer, solution_sh=solution_sh,
             verifier_py=verifier_py, checks_json=json.dumps([c.model_dump() for c in checks]),
             graph_json=graph.model_dump_json(), trace_json=trace.model_dump_json(),
-            env_digest=digest, image=getattr(backend, "image", "local"), backend=backend.type,
+            env_digest=digest, initial_state_sha256=state_digest(before),
+            image=getattr(backend, "image", "local"), backend=backend.type,
             gate=gate, generator_version=generator_version(), created_at=now)
         lap("render_s", t)
         stage = "accepted"

@@ -1,4 +1,4 @@
-"""The ``taskfactory`` command line: run, plan, query, stats, card, export, serve.
+"""The ``taskfactory`` command line: run, plan, query, stats, card, export, check-harbor, serve.
 
 Commands that run no flow never import Prefect or Docker.  Bad input ends with one line
 ``taskfactory: error: ...`` on stderr and exit code 2, before anything is written.
@@ -297,6 +297,11 @@ def build_parser() -> argparse.ArgumentParser:
     sft.add_argument("--out", type=Path, required=True, help="JSONL file to write")
     sft.add_argument("--data", type=Path, default=Path("data"))
     sft.set_defaults(func=cmd_export_sft)
+    from flows.check_harbor import add_check_parser
+    from flows.export_harbor import add_export_parser
+
+    add_export_parser(targets)
+    add_check_parser(sub)
     serve = sub.add_parser("serve", help="serve the flow on a cron schedule")
     _run_options(serve)
     serve.set_defaults(resume=None)

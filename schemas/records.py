@@ -85,6 +85,9 @@ class TaskRow(_Row):
     graph_json: str
     trace_json: str
     env_digest: str
+    initial_state_sha256: str | None = None
+    """sha256 of the probe state execution started from (canonical JSON); exports check
+    that a rebuilt environment reproduces it."""
     image: str
     backend: str
     gate: GateResult

@@ -9,6 +9,7 @@ sandbox of one candidate and can realize it again with a missing piece.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from types import TracebackType
 
 from environments.ecosystems import Ecosystem
 from environments.sandbox import Sandbox, SandboxUnavailableError, Snapshot
+from schemas.ecosystem import ServiceSpec
 from schemas.trace import EnvAdditions
 from tasks.failures import StageFailure
 
@@ -42,16 +44,38 @@ def realize(sandbox: Sandbox, eco: Ecosystem, seed: int,
                  "cannot create the added directories")
         sandbox.write_files({p: text.encode() for p, text in additions.files.items()})
     if spec.service:
-        svc = spec.service
-        # Start and wait in one exec: the sandbox kills what an exec leaves in its process
-        # group when it returns, so the server must have left the group (setsid) by then.
-        polls = max(1, int(svc.ready_timeout_s / 0.1))
-        start_and_wait = (
-            f"setsid nohup bash -c {shlex.quote(svc.start)} >/tmp/service.log 2>&1 </dev/null &"
+        _run(sandbox, service_start_command(spec.service), spec.service.ready_timeout_s + 5,
+             "service did not become ready")
+    return files, sandbox.snapshot()
+
+
+def service_start_command(svc: ServiceSpec) -> str:
+    """One shell command that starts ``svc`` detached and exits 0 once it is ready (1, with
+    the service log on stderr, after ``ready_timeout_s``).
+
+    Start and wait happen in one command: the sandbox kills what an exec leaves in its
+    process group when it returns, so the server must have left the group (setsid) by then.
+    The Harbor export's entrypoint runs the same command."""
+    polls = max(1, int(svc.ready_timeout_s / 0.1))
+    return (f"setsid nohup bash -c {shlex.quote(svc.start)} >/tmp/service.log 2>&1 </dev/null &"
             f" for _ in $(seq {polls}); do ({svc.ready}) >/dev/null 2>&1 && exit 0; "
             "sleep 0.1; done; cat /tmp/service.log >&2; exit 1")
-        _run(sandbox, start_and_wait, svc.ready_timeout_s + 5, "service did not become ready")
-    return files, sandbox.snapshot()
+
+
+def env_digest(files: dict[str, bytes], additions: EnvAdditions) -> str:
+    """Content digest of an environment: the seed files plus the repairs' additions."""
+    h = hashlib.sha256()
+    for path in sorted(files):
+        h.update(path.encode() + b"\0" + hashlib.sha256(files[path]).digest())
+    if additions:
+        h.update(additions.model_dump_json().encode())
+    return h.hexdigest()[:20]
+
+
+def state_digest(state: dict) -> str:
+    """sha256 of a probe state in canonical JSON (sorted keys, no spaces)."""
+    blob = json.dumps(state, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def _run(sandbox: Sandbox, command: str, timeout: float, what: str) -> None:

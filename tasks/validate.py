@@ -61,7 +61,8 @@ def _same_state(eco: Ecosystem, got: dict, want: dict, what: str,
     raise StageFailure("validate", "nondeterministic", f"{what} at {where}{writer}")
 
 
-def _solve(sandbox: Sandbox, script: str) -> int:
+def run_solution(sandbox: Sandbox, script: str) -> int:
+    """Run a ``solve.sh`` text in the sandbox's workdir, as the gate does; its exit code."""
     done = sandbox.exec(["bash", "-s"], stdin=script.encode(), timeout=SOLUTION_TIMEOUT_S,
                         env={"TASKFACTORY_WORKDIR": sandbox.workdir})
     return done.exit_code
@@ -103,7 +104,7 @@ def run_gate(env: LiveEnvironment, eco: Ecosystem, trace: Trace, checks: list[Ch
     replay(sb, eco, env.initial, trace.steps, stage="validate")
     _same_state(eco, probe(sb, eco), traced_after, "a second execution ends elsewhere", trace)
     sb.restore(env.initial)
-    solved = _solve(sb, solution_sh)
+    solved = run_solution(sb, solution_sh)
     reference = run_verifier(sb, verifier_py)
     if solved != 0 or reference.reward != 1.0:
         raise StageFailure("validate", "reference_failed",
@@ -115,7 +116,7 @@ def run_gate(env: LiveEnvironment, eco: Ecosystem, trace: Trace, checks: list[Ch
     writes = [s for s in trace.steps if eco.spec.tool(s.tool).effect == "write"]
     if writes:
         sb.restore(env.initial)
-        _solve(sb, solution_script(trace, eco.spec.answer_file,
+        run_solution(sb, solution_script(trace, eco.spec.answer_file,
                                    [s for s in trace.steps if s is not writes[-1]]))
         partial = run_verifier(sb, verifier_py)
         _must_fail(partial, "partial_solution_passed",

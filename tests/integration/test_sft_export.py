@@ -2,7 +2,7 @@
 JSONL through ``datasets`` and the documented row rules of TRL, axolotl and LLaMA-Factory,
 and the openai rows through a real transformers chat template with assistant masks.
 
-The dataset is real (candidates run in local sandboxes, shards written by ShardWriter);
+The dataset is real (candidates run in local sandboxes, rows written as the factory writes them);
 the tokenizer is built here with the ``tokenizers`` library (no hub, no torch).
 """
 
@@ -18,7 +18,7 @@ from environments.config import LocalConfig
 from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run
 from tasks.plan import plan_candidates
-from tasks.publish import ShardWriter
+from tests.support.dataset import write_outcomes
 
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -31,18 +31,11 @@ CLI = [sys.executable, "-m", "flows.cli"]
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     root = tmp_path_factory.mktemp("sft") / "data"
-    writer = ShardWriter(root, RUN_ID, rows_per_shard=40)
-    for name in ("files", "sql", "git"):
-        candidates, _ = plan_candidates(ecosystem(name), 4, run_seed=9)
-        for c in candidates:
-            outcome = build_candidate(c, name, LocalConfig(), RUN_ID)
-            writer.add("attempts", outcome.attempt)
-            if outcome.task:
-                writer.add("tasks", outcome.task)
-            for row in outcome.trajectories:
-                writer.add("trajectories", row)
-    writer.close()
+    outcomes = [build_candidate(c, name, LocalConfig(), RUN_ID)
+                for name in ("files", "sql", "git")
+                for c in plan_candidates(ecosystem(name), 4, run_seed=9)[0]]
     close_run(RUN_ID)
+    writer = write_outcomes(root, RUN_ID, outcomes, max_rows=40)
     assert writer.written["tasks"] >= 9
     return root
 

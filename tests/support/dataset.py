@@ -1,0 +1,31 @@
+"""Write candidates' outcomes into a real dataset without a Prefect flow run.
+
+The rows go the way the factory writes them: stamped with provenance by the real
+:class:`flows.recorder.Recorder` (exact-id dedup only, so that a test keeps every task it
+built) and committed as shards by :class:`tasks.publish.ShardWriter` under the dataset lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from flows.candidate import Outcome
+from flows.provenance import RunIdentity
+from flows.recorder import Recorder
+from tasks.dedup import DedupIndex
+from tasks.manifest import open_for_writing
+from tasks.publish import ShardWriter
+
+
+def write_outcomes(data: Path, run_id: str, outcomes: Iterable[Outcome],
+                   max_rows: int = 500) -> ShardWriter:
+    """Commit every outcome's rows into ``data``; returns the closed writer (``written``)."""
+    identity = RunIdentity(run_id=run_id, flow_run_id=None, config_hash="test")
+    recorder = Recorder(identity, {}, DedupIndex(structure=False, instructions=False))
+    with open_for_writing(data) as (manifest, _):
+        writer = ShardWriter(data, manifest, run_id, max_rows=max_rows)
+        for outcome in outcomes:
+            writer.add_group(recorder.record(outcome))
+        writer.close()
+    return writer
