@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from flows.query import connect
 from tasks.manifest import MANIFEST, load_manifest, shard_problem
+from tasks.trajectories import ACTION_SPACES, SUPERVISIONS
 
 TASKS = 16
 SETTINGS = ["--tasks", TASKS, "--seed", 7, "--backend", "local", "--ecosystem", "files,sql",
@@ -66,14 +67,15 @@ def check_visible_state(data: Path) -> int:
             n, distinct = con.execute(f"select count(*), count(distinct ({key})) "
                                       f"from {table}").fetchone()
             assert n == distinct, f"duplicate rows in {table}"
-        incomplete = con.execute("""
+        incomplete = con.execute(f"""
             select a.candidate_id from attempts a
             left join tasks t using (task_id)
             left join (select task_id, count(*) as n from steps group by 1) s using (task_id)
             left join (select task_id, count(*) as n from trajectories group by 1) j
                 using (task_id)
             where a.status = 'accepted' and (t.task_id is null or s.n is distinct from t.n_steps
-                  or j.n is null)""").fetchall()
+                  or j.n is distinct from {len(ACTION_SPACES) * len(SUPERVISIONS)})
+            """).fetchall()
         assert incomplete == [], f"candidates committed without all their rows: {incomplete}"
         return con.execute("select count(*) from attempts").fetchone()[0]
     finally:
