@@ -1,11 +1,14 @@
-"""Accepted tasks per minute and where the time goes, on one backend.
+"""Accepted tasks per minute and where the time goes; how it scales with concurrency.
 
-    .venv/bin/python benchmarks/throughput.py [--tasks 60] [--repeat 3] [--backend docker]
+    .venv/bin/python benchmarks/throughput.py [--tasks 300] [--repeat 3] [--workers 4]
+    .venv/bin/python benchmarks/throughput.py --tasks 120 --workers 1,2,4,8   # scaling
 
 Runs the factory flow in one process (the Prefect API server starts once, during an
-uncounted warm-up run), then ``--repeat`` counted runs with different seeds.  Prints the
-median accepted tasks per minute and the per-candidate time split by phase, read back
-from the ``attempts`` table of each run's dataset.
+uncounted warm-up run), then ``--repeat`` rounds of counted runs with different seeds;
+with several ``--workers`` values, each round runs every value in turn (interleaved, so
+drift in the machine's speed hits all alike).  Prints per worker count the median
+accepted tasks per minute and its ratio to the first count, and for the median run the
+per-candidate time split by phase read back from the ``attempts`` table.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from flows.query import run_query  # noqa: E402
 from flows.settings import RunSettings  # noqa: E402
 
 PHASES = ["sandbox_s", "execute_s", "gate_s", "render_s"]
+LABELS = {"sandbox_s": "sandbox start + seed", "execute_s": "execution + probes",
+          "gate_s": "gate (fresh sandbox)", "render_s": "rendering",
+          "write_s": "writing shards", "overhead_s": "orchestration + idle"}
 
 
 def one_run(tasks: int, seed: int, backend: str, workers: int) -> dict[str, float]:
@@ -36,42 +42,53 @@ def one_run(tasks: int, seed: int, backend: str, workers: int) -> dict[str, floa
                                           backend=backend, workers=workers))
         wall = time.perf_counter() - t0
         sums = ", ".join(f"sum({p})" for p in PHASES)
-        _, rows = run_query(Path(tmp), f"select {sums}, sum(sandboxes) from attempts")
+        _, rows = run_query(Path(tmp), f"select {sums}, sum(total_s), sum(sandboxes) "
+                                       "from attempts")
     phase = dict(zip(PHASES, rows[0][:4], strict=True))
+    busy = rows[0][4] + summary.write_s
     return {"wall_s": wall, "accepted": summary.accepted, "candidates": summary.candidates,
             "per_min": summary.accepted / wall * 60, "write_s": summary.write_s,
-            "sandboxes": rows[0][4], **phase}
+            "overhead_s": max(0.0, wall * workers - busy), "sandboxes": rows[0][5], **phase}
+
+
+def report_split(run: dict[str, float], workers: int) -> None:
+    print(f"time split of the median run at {workers} workers (candidate-seconds summed over "
+          "worker slots; orchestration + idle = wall x workers - time inside candidates):")
+    total = sum(run[p] for p in LABELS)
+    for p, label in LABELS.items():
+        print(f"  {label:<22} {run[p]:7.2f} s  {100 * run[p] / total:5.1f}%  "
+              f"{1000 * run[p] / run['candidates']:6.0f} ms/candidate")
+    print(f"gate per accepted task: {run['gate_s'] / max(1, run['accepted']):.2f} s; "
+          f"sandboxes per candidate: {run['sandboxes'] / run['candidates']:.2f} "
+          "(execution + the gate's fresh one, + rebuilds for added packages)")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tasks", type=int, default=60)
+    ap.add_argument("--tasks", type=int, default=300)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--backend", default="docker")
-    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--workers", default="4", help="one count, or several: 1,2,4,8")
     args = ap.parse_args()
-    print(f"warm-up run (starts Prefect), then {args.repeat} runs of {args.tasks} candidates "
-          f"on {args.backend} with {args.workers} workers")
-    one_run(min(args.tasks, 4), 999, args.backend, args.workers)
-    runs = [one_run(args.tasks, seed, args.backend, args.workers)
-            for seed in range(1, args.repeat + 1)]
-    for r in runs:
-        print(f"  run: {r['accepted']}/{r['candidates']} accepted in {r['wall_s']:.1f} s "
-              f"= {r['per_min']:.1f} accepted/min")
-    med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-    print(f"median: {med['per_min']:.1f} accepted tasks/min "
-          f"({med['accepted']:.0f}/{med['candidates']:.0f} accepted, {med['wall_s']:.1f} s wall)")
-    total = sum(med[p] for p in PHASES) + med["write_s"]
-    print("time split (candidate-seconds summed over concurrent workers, median run):")
-    for p in [*PHASES, "write_s"]:
-        label = {"sandbox_s": "sandbox start + seed", "execute_s": "execution + probes",
-                 "gate_s": "gate (fresh sandbox)", "render_s": "rendering",
-                 "write_s": "writing shards"}[p]
-        print(f"  {label:<22} {med[p]:7.2f} s  {100 * med[p] / total:5.1f}%  "
-              f"{1000 * med[p] / med['candidates']:6.0f} ms/candidate")
-    print(f"gate per accepted task: {med['gate_s'] / max(1, med['accepted']):.2f} s; "
-          f"sandboxes per candidate: {med['sandboxes'] / med['candidates']:.2f} "
-          f"(execution + the gate's fresh one, + rebuilds for added packages)")
+    counts = [int(w) for w in args.workers.split(",")]
+    print(f"warm-up run (starts Prefect), then {args.repeat} rounds of {args.tasks} candidates "
+          f"on {args.backend} with {counts} workers")
+    one_run(min(args.tasks, 8), 999, args.backend, counts[0])
+    runs: dict[int, list[dict[str, float]]] = {w: [] for w in counts}
+    for seed in range(1, args.repeat + 1):
+        for w in counts:
+            r = one_run(args.tasks, seed, args.backend, w)
+            runs[w].append(r)
+            print(f"  seed {seed}, {w} workers: {r['accepted']}/{r['candidates']} accepted in "
+                  f"{r['wall_s']:.1f} s = {r['per_min']:.1f} accepted/min")
+    base = statistics.median(r["per_min"] for r in runs[counts[0]])
+    for w in counts:
+        med = statistics.median(r["per_min"] for r in runs[w])
+        print(f"median at {w} workers: {med:.1f} accepted tasks/min "
+              f"({med / base:.2f}x of {counts[0]} workers)")
+    for w in counts:
+        ordered = sorted(runs[w], key=lambda r: r["per_min"])
+        report_split(ordered[len(ordered) // 2], w)
 
 
 if __name__ == "__main__":
