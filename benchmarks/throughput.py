@@ -31,7 +31,7 @@ from flows.settings import RunSettings  # noqa: E402
 
 PHASES = ["sandbox_s", "execute_s", "gate_s", "render_s"]
 LABELS = {"sandbox_s": "sandbox start + seed", "execute_s": "execution + probes",
-          "gate_s": "gate (fresh sandbox)", "render_s": "rendering",
+          "gate_s": "gate", "render_s": "rendering",
           "write_s": "writing shards", "overhead_s": "orchestration + idle"}
 
 
@@ -60,7 +60,7 @@ def report_split(run: dict[str, float], workers: int) -> None:
               f"{1000 * run[p] / run['candidates']:6.0f} ms/candidate")
     print(f"gate per accepted task: {run['gate_s'] / max(1, run['accepted']):.2f} s; "
           f"sandboxes per candidate: {run['sandboxes'] / run['candidates']:.2f} "
-          "(execution + the gate's fresh one, + rebuilds for added packages)")
+          "(one for execution and the gate, + rebuilds for added packages)")
 
 
 def main() -> None:

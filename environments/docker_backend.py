@@ -255,6 +255,10 @@ class DockerProvider(SandboxProvider):
             container = self.client.containers.create(
                 cfg.image, command=["sleep", "infinity"], name=name, init=cfg.init,
                 network_mode=cfg.network_mode, cap_drop=cfg.cap_drop,
+                # "none" also without libnetwork: the container keeps its own network
+                # namespace (loopback only), and the engine skips its per-container
+                # network hook, half of what a start and removal cost
+                network_disabled=cfg.network_mode == "none",
                 security_opt=cfg.security_opt, pids_limit=cfg.pids_limit,
                 mem_limit=f"{cfg.memory_mb}m", memswap_limit=f"{cfg.memory_mb}m",
                 nano_cpus=int(cfg.cpus * 1e9), user=cfg.user, working_dir=cfg.workdir,

@@ -1,4 +1,4 @@
-"""One candidate, start to finish: seed, execute, verify, gate (in a fresh sandbox), render.
+"""One candidate, start to finish: seed, execute, verify, gate, render — in one sandbox.
 
 This is the body of the per-candidate Prefect task.  It composes the stages in order and
 turns any :class:`StageFailure` into a rejected attempt that names stage and reason.
@@ -113,7 +113,8 @@ def build_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendCo
     """Run one candidate through every stage and return its attempt (and task, if accepted).
 
     ``backend`` is the base config (the ecosystem's image is derived from it).  Execution
-    runs in one sandbox; the gate in a second, fresh one.  ``max_repairs=0`` turns
+    and the gate share one sandbox (a second only when a repair adds a package): the gate
+    starts each control from the snapshot of the initial state.  ``max_repairs=0`` turns
     targeted repair off (for yield comparisons).  The template instruction is rendered
     before the gate (its literals feed a shortcut control); once the gate passed, it must
     preserve every required literal.  With an LLM configured, the instruction is then
@@ -141,17 +142,17 @@ def build_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendCo
             repairs = [f"{r.kind} {r.step_id} {r.reason}: {r.detail}" for r in trace.repairs]
             before, after, files = env.before, probe(env.sandbox, eco), env.files
             t = lap("execute_s", t)
-        stage = "verify"
-        checks = derive_checks(eco, trace, before, after)
-        verifier_py = render_verifier(checks, eco.probe_source, task_ref=candidate.candidate_id)
-        solution_sh = solution_script(trace, eco.spec.answer_file)
-        instructed = render_instruction(eco, graph, trace, candidate.seed, instruction_style)
-        t = lap("render_s", t)
-        stage = "validate"
-        with LiveEnvironment(eco, candidate.seed, opener, trace.environment) as fresh:
-            gate = run_gate(fresh, eco, trace, checks, instructed.text, solution_sh,
-                            verifier_py, before, after)
-        t = lap("gate_s", t)
+            stage = "verify"
+            checks = derive_checks(eco, trace, before, after)
+            verifier_py = render_verifier(checks, eco.probe_source,
+                                          task_ref=candidate.candidate_id)
+            solution_sh = solution_script(trace, eco.spec.answer_file)
+            instructed = render_instruction(eco, graph, trace, candidate.seed, instruction_style)
+            t = lap("render_s", t)
+            stage = "validate"
+            gate = run_gate(env, eco, trace, checks, instructed.text, solution_sh, verifier_py,
+                            after)
+            t = lap("gate_s", t)
         stage = "instruct"
         required = required_literals(eco.spec, graph, trace, checks)
         check_preserved(instructed.text, required)

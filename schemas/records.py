@@ -172,7 +172,8 @@ class AttemptRow(_Row):
     repairs: list[str]
     """One line per repair applied: ``kind step_id reason: detail``."""
     sandboxes: int
-    """Sandboxes started for the candidate (execution, the gate's fresh one, rebuilds)."""
+    """Sandboxes started for the candidate: one (execution and the gate), plus one per image
+    rebuilt by a repair."""
     sandbox_s: float
     execute_s: float
     gate_s: float

@@ -1,16 +1,17 @@
-"""The validation gate: controls run in one fresh sandbox, restored between them.
+"""The validation gate: every control in the candidate's sandbox, each started from the
+snapshot of the initial state (the seed plus the trace's environment additions) — a fresh
+working state without the cost of a fresh container:
 
-The gate's sandbox is realized from scratch (the seed plus the trace's environment
-additions), so every control also re-checks what the execution sandbox saw:
-
-1. the fresh environment's state equals the one the trace started from;
-2. baseline — the untouched environment (what the nop shortcut leaves) scores 0;
-3. determinism — the trace's commands run once more from the initial state, each
+1. baseline — the untouched environment (what the nop shortcut leaves) scores 0;
+2. determinism — the trace's commands run once more from the initial state, each
    reproducing its observation (normalized), and end in the traced final state;
-4. reference — ``solve.sh`` exits 0 and scores 1;
-5. shortcuts — every expected output created empty; the reference minus its last
+3. reference — ``solve.sh`` exits 0 and scores 1;
+4. shortcuts — every expected output created empty; the reference minus its last
    mutating step; every output filled with the instruction's literals (the answer
    tried as each literal): none may score 1.
+
+Realization itself is checked where it is repeated from scratch: ``check-harbor`` rebuilds
+every exported environment and compares its state digest with the task's.
 
 The first control that fails raises :class:`StageFailure` naming it.
 """
@@ -90,12 +91,13 @@ def _must_fail(result: VerifierResult | None, reason: str, what: str) -> None:
 
 
 def run_gate(env: LiveEnvironment, eco: Ecosystem, trace: Trace, checks: list[Check],
-             instruction: str, solution_sh: str, verifier_py: str, traced_before: dict,
+             instruction: str, solution_sh: str, verifier_py: str,
              traced_after: dict) -> GateResult:
-    """Every control of the gate in ``env`` (fresh, just realized); the results, or
-    StageFailure naming the first control that failed."""
+    """Every control of the gate in ``env`` (whatever state it is in: each control restores
+    ``env.initial`` first); the results, or StageFailure naming the first control that
+    failed."""
     sb = env.sandbox
-    _same_state(eco, env.before, traced_before, "the environment realizes differently")
+    sb.restore(env.initial)
     baseline = run_verifier(sb, verifier_py)
     if baseline.reward != 0.0:
         raise StageFailure("validate", "baseline_passed",

@@ -158,6 +158,43 @@ def test_timeout_term_then_kill(runner: Runner) -> None:
     assert runner.exec(["bash", "-c", "exit 124"])["timed_out"] is False
 
 
+def test_python_scripts_on_stdin_run_in_a_fork_of_the_runner(runner: Runner,
+                                                             tmp_path: Path) -> None:
+    """``python3 - ARGS`` keeps the contract of a fresh interpreter, in a fork: the
+    runner's flags (-I -S) show it is one, and the preloaded modules are already there."""
+    script = b"""
+import os, sys
+print(sys.argv[1:], os.getcwd(), os.environ["FOO"], repr(sys.stdin.read()))
+print(sys.flags.isolated, sys.flags.no_site, "json" in sys.modules, os.getppid())
+print(sorted(int(fd) for fd in os.listdir("/proc/self/fd")))
+print(os.getpgid(0) == os.getpid(), file=sys.stderr)
+"""
+    res = runner.exec(["python3", "-", "a", "b c"], cwd=str(tmp_path), env={"FOO": "x"},
+                      stdin=script)
+    lines = res["stdout"].decode().splitlines()
+    assert res["code"] == 0 and res["stderr"] == b"True\n"  # its own process group
+    assert lines[0] == f"['a', 'b c'] {tmp_path} x ''"
+    assert lines[1] == f"1 1 True {runner.hello['pid']}"
+    assert lines[2] == "[0, 1, 2, 3]"  # 3 is the listing itself: nothing else inherited
+    codes = {b"import sys; sys.exit(3)": (3, b""),
+             b"raise SystemExit('bad input')": (1, b"bad input\n"),
+             b"import sys; sys.exit()": (0, b"")}
+    for src, (code, err) in codes.items():
+        res = runner.exec(["python3", "-"], stdin=src)
+        assert (res["code"], res["stderr"]) == (code, err), src
+    boom = runner.exec(["python3", "-"], stdin=b"def f():\n    raise ValueError('boom')\nf()\n")
+    assert boom["code"] == 1
+    assert boom["stderr"].decode().splitlines() == [
+        "Traceback (most recent call last):", '  File "<stdin>", line 3, in <module>',
+        '  File "<stdin>", line 2, in f', "ValueError: boom"]
+    sub = runner.exec(["python3", "-"], stdin=b"import subprocess; "
+                      b"print(subprocess.run(['echo', 'child'], capture_output=True).stdout)")
+    assert sub["stdout"] == b"b'child\\n'\n"
+    slow = runner.exec(["python3", "-"], stdin=b"import time; time.sleep(30)", timeout=0.3)
+    assert (slow["code"], slow["timed_out"]) == (124, True)
+    assert runner.exec(["python3", "-"], stdin=b"print('still serving')")["code"] == 0
+
+
 def test_group_leftovers_die_but_setsid_services_survive(runner: Runner, tmp_path: Path) -> None:
     left, service, up = _marker(), _marker(), tmp_path / "up"
     cmd = (f"sleep {left} & setsid bash -c 'touch {up}; exec sleep {service}' >/dev/null 2>&1 "
