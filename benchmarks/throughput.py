@@ -60,7 +60,8 @@ def report_split(run: dict[str, float], workers: int) -> None:
               f"{1000 * run[p] / run['candidates']:6.0f} ms/candidate")
     print(f"gate per accepted task: {run['gate_s'] / max(1, run['accepted']):.2f} s; "
           f"sandboxes per candidate: {run['sandboxes'] / run['candidates']:.2f} "
-          "(one for execution and the gate, + rebuilds for added packages)")
+          "(one for execution and the gate; repaired traces: + the gate's fresh one "
+          "and rebuilds for added packages)")
 
 
 def main() -> None:

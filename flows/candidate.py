@@ -1,4 +1,5 @@
-"""One candidate, start to finish: seed, execute, verify, gate, render — in one sandbox.
+"""One candidate, start to finish: seed, execute, verify, gate, render — in one sandbox
+(two when a repair changed the trace: its gate runs in a fresh one).
 
 This is the body of the per-candidate Prefect task.  It composes the stages in order and
 turns any :class:`StageFailure` into a rejected attempt that names stage and reason.
@@ -113,8 +114,9 @@ def build_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendCo
     """Run one candidate through every stage and return its attempt (and task, if accepted).
 
     ``backend`` is the base config (the ecosystem's image is derived from it).  Execution
-    and the gate share one sandbox (a second only when a repair adds a package): the gate
-    starts each control from the snapshot of the initial state.  ``max_repairs=0`` turns
+    and the gate share one sandbox, the gate starting each control from the snapshot of
+    the initial state; a repaired trace is gated in a fresh sandbox instead, realized from
+    the seed plus the repairs' additions.  ``max_repairs=0`` turns
     targeted repair off (for yield comparisons).  The template instruction is rendered
     before the gate (its literals feed a shortcut control); once the gate passed, it must
     preserve every required literal.  With an LLM configured, the instruction is then
@@ -150,9 +152,14 @@ def build_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendCo
             instructed = render_instruction(eco, graph, trace, candidate.seed, instruction_style)
             t = lap("render_s", t)
             stage = "validate"
-            gate = run_gate(env, eco, trace, checks, instructed.text, solution_sh, verifier_py,
-                            after)
-            t = lap("gate_s", t)
+            if not trace.repairs:
+                gate = run_gate(env, eco, trace, checks, instructed.text, solution_sh,
+                                verifier_py, after)
+        if trace.repairs:  # a repaired trace runs once more where nothing was repaired
+            with LiveEnvironment(eco, candidate.seed, opener, trace.environment) as fresh:
+                gate = run_gate(fresh, eco, trace, checks, instructed.text, solution_sh,
+                                verifier_py, after, realized=before)
+        t = lap("gate_s", t)
         stage = "instruct"
         required = required_literals(eco.spec, graph, trace, checks)
         check_preserved(instructed.text, required)

@@ -172,8 +172,8 @@ class AttemptRow(_Row):
     repairs: list[str]
     """One line per repair applied: ``kind step_id reason: detail``."""
     sandboxes: int
-    """Sandboxes started for the candidate: one (execution and the gate), plus one per image
-    rebuilt by a repair."""
+    """Sandboxes started for the candidate: one for execution and the gate; with repairs, one
+    per image a repair rebuilt and the gate's fresh one."""
     sandbox_s: float
     execute_s: float
     gate_s: float

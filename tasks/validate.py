@@ -1,17 +1,19 @@
-"""The validation gate: every control in the candidate's sandbox, each started from the
-snapshot of the initial state (the seed plus the trace's environment additions) — a fresh
-working state without the cost of a fresh container:
+"""The validation gate: every control starts from the snapshot of the initial state (the
+seed plus the trace's environment additions), restored in the gate's sandbox:
 
-1. baseline — the untouched environment (what the nop shortcut leaves) scores 0;
-2. determinism — the trace's commands run once more from the initial state, each
+1. realization — in a freshly realized sandbox (``realized`` given), its state equals the
+   one the trace started from;
+2. baseline — the untouched environment (what the nop shortcut leaves) scores 0;
+3. determinism — the trace's commands run once more from the initial state, each
    reproducing its observation (normalized), and end in the traced final state;
-3. reference — ``solve.sh`` exits 0 and scores 1;
-4. shortcuts — every expected output created empty; the reference minus its last
+4. reference — ``solve.sh`` exits 0 and scores 1;
+5. shortcuts — every expected output created empty; the reference minus its last
    mutating step; every output filled with the instruction's literals (the answer
    tried as each literal): none may score 1.
 
-Realization itself is checked where it is repeated from scratch: ``check-harbor`` rebuilds
-every exported environment and compares its state digest with the task's.
+The factory gates an unrepaired trace in its execution sandbox (a fresh working state
+without a fresh container) and a repaired one in a fresh sandbox.  ``check-harbor``
+realizes every exported environment from scratch again and compares its state digest.
 
 The first control that fails raises :class:`StageFailure` naming it.
 """
@@ -91,12 +93,15 @@ def _must_fail(result: VerifierResult | None, reason: str, what: str) -> None:
 
 
 def run_gate(env: LiveEnvironment, eco: Ecosystem, trace: Trace, checks: list[Check],
-             instruction: str, solution_sh: str, verifier_py: str,
-             traced_after: dict) -> GateResult:
+             instruction: str, solution_sh: str, verifier_py: str, traced_after: dict,
+             realized: dict | None = None) -> GateResult:
     """Every control of the gate in ``env`` (whatever state it is in: each control restores
-    ``env.initial`` first); the results, or StageFailure naming the first control that
-    failed."""
+    ``env.initial`` first); with ``realized`` (the state the trace started from), ``env``
+    was just realized and must equal it.  The results, or StageFailure naming the first
+    control that failed."""
     sb = env.sandbox
+    if realized is not None:
+        _same_state(eco, env.before, realized, "the environment realizes differently")
     sb.restore(env.initial)
     baseline = run_verifier(sb, verifier_py)
     if baseline.reward != 0.0:

@@ -37,6 +37,8 @@ def test_candidates_are_accepted_with_gate_results(backend):
         assert t.gate.baseline_reward == 0.0 and t.gate.reference_reward == 1.0
         assert t.gate.reference_checks_passed == t.gate.checks_total > 0
         assert o.attempt.status == "accepted" and o.attempt.task_id == t.task_id
+        # one sandbox for execution and the gate; a repaired trace is gated in a fresh one
+        assert o.attempt.sandboxes == (2 if o.attempt.repairs else 1), o.attempt.repairs
         assert {(r.action_space, r.supervision) for r in o.trajectories} == {
             (a, s) for a in ("function", "terminal") for s in ("masked", "full", "actobs")}
         assert all(r.task_id == t.task_id for r in o.trajectories)

@@ -98,7 +98,7 @@ def test_provided_file_is_part_of_the_environment(backend):
     trace = Trace.model_validate_json(outcome.task.trace_json)
     assert trace.environment.files == {"config/settings.ini": "[run]\nseed = 1\n"}
     assert trace.steps[1].observation.exit_code == 0
-    assert outcome.attempt.sandboxes == 1  # execution and the gate share it
+    assert outcome.attempt.sandboxes == 2  # execution, then the repaired trace's fresh gate
 
 
 def test_substitute_keeps_the_failing_steps_inputs(backend):
@@ -127,7 +127,7 @@ def test_missing_binary_is_installed_in_a_rebuilt_image():
     trace = Trace.model_validate_json(outcome.task.trace_json)
     assert [r.kind for r in trace.repairs] == ["add_package"]
     assert trace.environment.packages == ["jq"]
-    assert outcome.attempt.sandboxes == 2  # execution, then rebuilt with jq (the gate's too)
+    assert outcome.attempt.sandboxes == 3  # execution, rebuilt with jq, the gate's fresh one
 
 
 def _host_processes(pattern: str) -> list[str]:
