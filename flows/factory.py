@@ -249,7 +249,10 @@ def _publish_report(data: Path, run_id: str, logger: logging.Logger) -> None:
     from flows.stats import report
 
     con = connect(data, checksum=False, warn=logger.warning)
-    con.execute("SET memory_limit = '256MB'")  # the report reads the whole dataset: bound it
+    # The report reads the whole dataset: one thread (the report is Python-bound anyway)
+    # and a memory limit keep its peak flat in the dataset's size.
+    con.execute("SET threads = 1")
+    con.execute("SET memory_limit = '256MB'")
     try:
         write_card(data, con)
         create_markdown_artifact(key="taskfactory-dataset-report", markdown=report(con),

@@ -38,6 +38,7 @@ def connect(data_dir: Path, checksum: bool = False, warn: Warn = _stderr
     """
     manifest = load_manifest(data_dir)
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")  # results go to stdout: no bar there
     for table, model in TABLES.items():
         shards = []
         for entry in manifest.listed(table):

@@ -18,10 +18,12 @@ import duckdb
 Section = Callable[[duckdb.DuckDBPyConnection], str]
 
 TRAJECTORY_TOKENS = """
-    select t.trajectory_id, (sum(length(m.content) + coalesce(length(m.reasoning_content), 0)
+    select trajectory_id, (list_sum(list_transform(messages, lambda m:
+        length(m.content) + coalesce(length(m.reasoning_content), 0)
         + coalesce(list_sum(list_transform(m.tool_calls, lambda c:
-            length(c.function.name) + length(c.function.arguments))), 0)) / 4)::int as tokens
-    from trajectories t, unnest(t.messages) as u(m) group by all"""
+            length(c.function.name) + length(c.function.arguments))), 0))) / 4)::int as tokens
+    from trajectories"""
+"""Per trajectory, row by row (no join or aggregate over the table: memory stays flat)."""
 
 
 def md_table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

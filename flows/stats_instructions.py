@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 
 import duckdb
 from pydantic import BaseModel
@@ -70,26 +71,49 @@ def _top(counter: Counter, total: int, n: int) -> list[Share]:
     return [Share(value=v, count=c, share=c / total) for v, c in counter.most_common(n)]
 
 
-def _grounding(con: duckdb.DuckDBPyConnection) -> dict[str, list[bool]]:
-    """Per ecosystem, one bool per trajectory: grounded when re-checked from the shards."""
-    rows = con.execute(
-        "select k.ecosystem, t.task_id, t.action_space, t.supervision, t.messages, t.tools "
-        "from trajectories t join tasks k using (task_id) "
-        "order by t.task_id, t.supervision, t.action_space").fetchall()
+def _rows(con: duckdb.DuckDBPyConnection, sql: str, batch: int = 256) -> Iterator[tuple]:
+    """The rows of ``sql`` as tuples, streamed ``batch`` at a time (a DB-API result would
+    hold all of them): the report's memory does not grow with the dataset."""
+    for b in con.sql(sql).to_arrow_reader(batch):
+        yield from zip(*(column.to_pylist() for column in b.columns), strict=True)
+
+
+def _grounding(con: duckdb.DuckDBPyConnection) -> dict[str, list[int]]:
+    """Per ecosystem, [trajectories, grounded when re-checked from the shards].
+
+    A terminal view is checked with the argument values of the function view of the same
+    task and mode.  Rows stream in shard order, where a task's views are written together,
+    so only the views still waiting for their other half are held."""
+    out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     calls: dict[tuple[str, str], list[dict]] = {}
-    out: dict[str, list[bool]] = defaultdict(list)
-    for eco, task_id, space, mode, raw, tools in rows:
+    waiting: dict[tuple[str, str], list[tuple]] = defaultdict(list)
+
+    def check(eco: str, messages: list[Message], tools: str, values: list | None) -> None:
+        out[eco][0] += 1
+        out[eco][1] += first_ungrounded(messages, json.loads(tools), values) is None
+
+    for eco, task_id, space, mode, raw, tools in _rows(
+            con, "select k.ecosystem, t.task_id, t.action_space, t.supervision, t.messages, "
+                 "t.tools from trajectories t join tasks k using (task_id)"):
         messages = [Message.model_validate(m) for m in raw]
-        values = None
-        if space == "function":
-            calls[(task_id, mode)] = [json.loads(c.function.arguments) for m in messages
-                                      for c in m.tool_calls or []]
+        key = (task_id, mode)
+        if space != "function":
+            if key in calls:
+                check(eco, messages, tools, calls.pop(key))
+            else:
+                waiting[key].append((eco, messages, tools))
+            continue
+        check(eco, messages, tools, None)
+        values = [json.loads(c.function.arguments) for m in messages
+                  for c in m.tool_calls or []]
+        if key in waiting:
+            for view in waiting.pop(key):
+                check(*view, values)
         else:
-            values = calls.get((task_id, mode))
-            if values is None:  # no function view to take the values from
-                out[eco].append(False)
-                continue
-        out[eco].append(first_ungrounded(messages, json.loads(tools), values) is None)
+            calls[key] = values
+    for views in waiting.values():  # no function view to take the values from
+        for eco, _, _ in views:
+            out[eco][0] += 1
     return out
 
 
@@ -99,22 +123,29 @@ def instruction_stats(con: duckdb.DuckDBPyConnection, top: int = 5) -> Instructi
     have = {row[0] for row in con.execute("describe tasks").fetchall()}
     optional = [c if c in have else f"null as {c}" for c in ("template_id",
                                                                "instruction_literals")]
-    tasks = [(eco, text, template_id or "unknown", literals) for eco, text, template_id, literals
-             in con.execute(f"select ecosystem, instruction, {', '.join(optional)} "
-                            "from tasks").fetchall()]
-    n = len(tasks)
-    texts = Counter(t[1] for t in tasks)
-    templates = Counter(t[2] for t in tasks if t[2] != "unknown")
-    recorded = sum(templates.values())
+    n, distinct = con.execute("select count(*), count(distinct instruction) from tasks"
+                              ).fetchone()
+    per_eco = {eco: (count, unique) for eco, count, unique in con.execute(
+        "select ecosystem, count(*), count(distinct instruction) from tasks group by 1"
+    ).fetchall()}
+    templates: Counter[str] = Counter()
+    openings: Counter[str] = Counter()
+    preserved: Counter[str] = Counter()
     parts: dict[str, Counter] = {"layout": Counter(), "opener": Counter(), "closer": Counter()}
-    for _, _, template_id, _ in tasks:
-        if template_id == "unknown":
+    for eco, text, template_id, literals in _rows(
+            con, f"select ecosystem, instruction, {', '.join(optional)} from tasks"):
+        openings[opening(text)] += 1
+        preserved[eco] += literals is not None and not missing_literals(
+            text, Required(tuple(literals)))
+        if not template_id:  # written before template ids were recorded
             continue
+        templates[template_id] += 1
         base = template_id.split(LLM_SUFFIX)[0]
         style, layout, opener, closer = (base.split("/") + ["", "", ""])[:4]
         parts["layout"][f"{style}/{layout}"] += 1
         parts["opener"][f"{style}/{opener}"] += 1
         parts["closer"][f"{style}/{closer}"] += 1
+    recorded = sum(templates.values())
     top_variant = {k: _top(c, recorded, 1)[0] for k, c in parts.items() if c}
     phrasing = [top_variant[k].share for k in ("opener", "closer") if k in top_variant]
     if templates:
@@ -122,9 +153,6 @@ def instruction_stats(con: duckdb.DuckDBPyConnection, top: int = 5) -> Instructi
     grounded = _grounding(con)
     attempts = con.execute("select ecosystem, stage, reason, count(*) from attempts "
                            "group by all").fetchall()
-    per_eco: dict[str, list] = defaultdict(list)
-    for t in tasks:
-        per_eco[t[0]].append(t)
     candidates: Counter[str] = Counter()
     rejected: dict[str, Counter] = defaultdict(Counter)
     for eco, stage, reason, count in attempts:
@@ -133,18 +161,16 @@ def instruction_stats(con: duckdb.DuckDBPyConnection, top: int = 5) -> Instructi
             rejected[eco][f"{stage}/{reason}"] += count
     audits = []
     for eco in sorted(set(per_eco) | set(candidates)):
-        rows = per_eco.get(eco, [])
+        count, unique = per_eco.get(eco, (0, 0))
+        trajectories, ok = grounded.get(eco, (0, 0))
         audits.append(EcosystemAudit(
-            ecosystem=eco, tasks=len(rows),
-            distinct_share=len({r[1] for r in rows}) / len(rows) if rows else 0.0,
-            preserved=sum(r[3] is not None and not missing_literals(r[1], Required(tuple(r[3])))
-                          for r in rows),
-            trajectories=len(grounded.get(eco, [])), grounded=sum(grounded.get(eco, [])),
+            ecosystem=eco, tasks=count, distinct_share=unique / count if count else 0.0,
+            preserved=preserved[eco], trajectories=trajectories, grounded=ok,
             candidates=candidates[eco],
             rejected={f"{s}/{r}": rejected[eco][f"{s}/{r}"] for s, r in REJECTIONS}))
     return InstructionStats(
-        tasks=n, distinct=len(texts), distinct_share=len(texts) / n if n else 0.0,
-        openings=_top(Counter(opening(t[1]) for t in tasks), n, top) if n else [],
+        tasks=n, distinct=distinct, distinct_share=distinct / n if n else 0.0,
+        openings=_top(openings, n, top) if n else [],
         templates=len(templates),
         top_template=_top(templates, recorded, 1)[0] if recorded else None,
         top_variant=top_variant, max_phrasing_share=max(phrasing, default=0.0),

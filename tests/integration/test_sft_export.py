@@ -223,6 +223,36 @@ def test_actobs_is_refused_for_sharegpt_and_bad_input_is_one_line(data, tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing half-written
 
 
+def test_grounding_audit_does_not_depend_on_the_order_rows_are_read(data):
+    """The audit streams trajectories and pairs each terminal view with the function view
+    of its task and mode as they arrive: reversed rows give the same figures, and terminal
+    views without their function views count as trajectories that are not grounded."""
+    import duckdb
+    import pyarrow.compute as pc
+
+    from flows.query import connect
+    from flows.stats_instructions import instruction_stats
+
+    con = connect(data)
+    tasks = con.sql("select * from tasks").to_arrow_table()
+    rows = con.sql("select * from trajectories").to_arrow_table()
+
+    def audits(trajectories):
+        other = duckdb.connect()
+        other.register("tasks", tasks)
+        other.register("trajectories", trajectories)
+        other.register("attempts", con.sql("select * from attempts").to_arrow_table())
+        return {a.ecosystem: (a.trajectories, a.grounded)
+                for a in instruction_stats(other).ecosystems}
+
+    expected = audits(rows)
+    assert expected and all(n == ok == 6 * t for (n, ok), t in zip(
+        expected.values(), (a.tasks for a in instruction_stats(con).ecosystems), strict=True))
+    assert audits(rows.take(list(reversed(range(rows.num_rows))))) == expected
+    terminal = rows.filter(pc.equal(rows["action_space"], "terminal"))
+    assert audits(terminal) == {eco: (n // 2, 0) for eco, (n, _) in expected.items()}
+
+
 def test_stats_reports_diversity_and_audits_without_prefect(data):
     proc = cli("stats", "--data", data, "--format", "json")
     assert proc.returncode == 0, proc.stderr
