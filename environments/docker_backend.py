@@ -296,7 +296,7 @@ class DockerProvider(SandboxProvider):
             mine = {sb.container_id: sb for sb in self._open if isinstance(sb, DockerSandbox)}
         removed = 0
         for c in found:
-            if run_id is None and not _owner_dead((c.get("Labels") or {}).get(OWNER_LABEL)):
+            if run_id is None and not owner_dead((c.get("Labels") or {}).get(OWNER_LABEL)):
                 continue
             if c["Id"] in mine:
                 mine[c["Id"]].close()
@@ -306,7 +306,8 @@ class DockerProvider(SandboxProvider):
         return removed
 
 
-def _owner_dead(pid_label: str | None) -> bool:
+def owner_dead(pid_label: str | None) -> bool:
+    """True when ``pid_label`` names a process that no longer exists on this host."""
     if not pid_label or not pid_label.isdigit():
         return False  # cannot tell: keep it
     try:

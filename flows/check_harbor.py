@@ -99,8 +99,11 @@ def run_checks(work: list, workers: int, report: Path | None) -> int:
         raise UsageError(f"checking needs a Docker engine, and none answers ({exc}); start "
                          "one with `make engine`") from None
     from tasks.harbor_check import check_folder
-    from tasks.harbor_container import CHECK_LABEL, remove_labelled
+    from tasks.harbor_container import CHECK_LABEL, remove_labelled, sweep_stale
 
+    stale = sweep_stale(client)
+    if stale:
+        print(f"removed {stale} containers and images left by killed checks")
     run = f"check-{os.getpid()}"
     results = []
     pool = ThreadPoolExecutor(max(1, workers))

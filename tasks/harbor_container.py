@@ -6,8 +6,8 @@ chosen user) and file uploads (tar streams owned by root).  This wrapper does th
 with the docker SDK: Docker's default capabilities and no ``no-new-privileges`` (as
 Harbor's compose project gets them: a verifier running as root must be able to read what
 the agent's user left with mode 0600), no network, and the task's CPU and memory limits.
-Every container carries the label ``taskfactory.harbor-check=<run>`` so an interrupted
-check can remove what it started.
+Every container carries the label ``taskfactory.harbor-check=<run>`` (``check-<pid>``) so
+an interrupted check can remove what it started, and a later check what a killed one left.
 """
 
 from __future__ import annotations
@@ -146,3 +146,28 @@ def remove_labelled(client, run: str) -> int:  # noqa: ANN001
         with contextlib.suppress(docker.errors.NotFound):
             client.api.remove_container(c["Id"], force=True, v=True)
     return len(found)
+
+
+def sweep_stale(client) -> int:  # noqa: ANN001
+    """Remove the containers and images of check runs whose process is gone (a check that
+    was killed cannot clean up after itself); how many were removed."""
+    import docker.errors
+
+    from environments.docker_backend import owner_dead
+
+    def stale(labels: dict | None) -> bool:
+        run = (labels or {}).get(CHECK_LABEL, "")
+        return run.startswith("check-") and owner_dead(run.removeprefix("check-"))
+
+    removed = 0
+    for c in client.api.containers(all=True, filters={"label": CHECK_LABEL}):
+        if stale(c.get("Labels")):
+            with contextlib.suppress(docker.errors.NotFound):
+                client.api.remove_container(c["Id"], force=True, v=True)
+                removed += 1
+    for image in client.api.images(filters={"label": CHECK_LABEL}):
+        if stale(image.get("Labels")):
+            with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
+                client.api.remove_image(image["Id"], force=True)
+                removed += 1
+    return removed

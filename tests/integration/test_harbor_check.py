@@ -119,3 +119,37 @@ def test_a_test_script_that_rewards_nothing_done_is_caught(exported, tmp_path):
     assert report.identical and not report.ok
     rewards = {c.name: c.reward for c in report.controls}
     assert rewards["nop"] == 1.0 and rewards["reference"] == 1.0
+
+
+def test_a_check_sweeps_what_a_killed_check_left_and_keeps_a_live_ones():
+    """Containers and images labelled by a check whose process is gone are removed; those
+    of a running check (this process) are kept."""
+    import contextlib
+    import io
+    import subprocess
+
+    from tasks.harbor_container import CHECK_LABEL, sweep_stale
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    client = docker.from_env()
+    made = {}
+    try:
+        for who, pid in (("dead", dead.pid), ("live", os.getpid())):
+            labels = {CHECK_LABEL: f"check-{pid}"}
+            dockerfile = io.BytesIO(f"FROM {DockerConfig().image}\nLABEL sweep={who}\n".encode())
+            image, _ = client.images.build(fileobj=dockerfile, labels=labels, rm=True)
+            container = client.api.create_container(image.id, command=["true"], labels=labels)
+            made[who] = (image.id, container["Id"])
+        assert sweep_stale(client) >= 2
+        existing = {c["Id"] for c in client.api.containers(all=True)}
+        images = {i["Id"] for i in client.api.images()}
+        assert made["dead"][1] not in existing and made["dead"][0] not in images
+        assert made["live"][1] in existing and made["live"][0] in images
+    finally:
+        for image_id, container_id in made.values():
+            with contextlib.suppress(docker.errors.NotFound):
+                client.api.remove_container(container_id, force=True)
+            with contextlib.suppress(docker.errors.NotFound):
+                client.api.remove_image(image_id, force=True)
+        client.close()
