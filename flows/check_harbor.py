@@ -11,7 +11,6 @@ end, also after Ctrl-C.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import tomllib
@@ -99,7 +98,7 @@ def run_checks(work: list, workers: int, report: Path | None) -> int:
         raise UsageError(f"checking needs a Docker engine, and none answers ({exc}); start "
                          "one with `make engine`") from None
     from tasks.harbor_check import check_folder
-    from tasks.harbor_container import CHECK_LABEL, remove_labelled, sweep_stale
+    from tasks.harbor_container import remove_labelled, remove_run, sweep_stale
 
     stale = sweep_stale(client)
     if stale:
@@ -117,10 +116,7 @@ def run_checks(work: list, workers: int, report: Path | None) -> int:
         raise SystemExit(130) from None
     finally:
         pool.shutdown(wait=False)
-        remove_labelled(client, run)
-        for image in client.images.list(filters={"label": f"{CHECK_LABEL}={run}"}):
-            with contextlib.suppress(docker.errors.APIError):
-                client.images.remove(image.id, force=True)
+        remove_run(client, run)
     total, ok = Counter(r.ecosystem for r in results), Counter(r.ecosystem for r in results
                                                                 if r.ok)
     for name in sorted(total):

@@ -28,7 +28,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from flows.query import connect
+from flows.query import connect, stream_rows
 
 FORMATS = ("openai", "sharegpt")
 ARGUMENTS = ("object", "string")
@@ -100,10 +100,9 @@ def sft_row(row: tuple, fmt: str, arguments: str = "object") -> dict:
 def _rows(data: Path, supervision: str, action_space: str) -> Iterator[tuple]:
     con = connect(data)
     try:
-        cur = con.execute(f"select {_COLUMNS} from trajectories where supervision = ? "
-                          "and action_space = ? order by task_id", [supervision, action_space])
-        while batch := cur.fetchmany(256):
-            yield from batch
+        yield from stream_rows(con, f"select {_COLUMNS} from trajectories where supervision "
+                               "= ? and action_space = ? order by task_id",
+                               [supervision, action_space])
     finally:
         con.close()
 

@@ -9,7 +9,7 @@ import csv
 import io
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import duckdb
@@ -57,6 +57,14 @@ def connect(data_dir: Path, checksum: bool = False, warn: Warn = _stderr
         else:
             con.execute(f"CREATE VIEW {table} AS SELECT * FROM _empty_{table}")
     return con
+
+
+def stream_rows(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None,
+                batch: int = 256) -> Iterator[tuple]:
+    """The rows of ``sql`` as tuples, ``batch`` at a time through an Arrow reader: a
+    DB-API result (``execute``) would hold all of them in memory at once."""
+    for b in con.sql(sql, params=params).to_arrow_reader(batch):
+        yield from zip(*(column.to_pylist() for column in b.columns), strict=True)
 
 
 def run_query(data_dir: Path, sql: str, checksum: bool = False, warn: Warn = _stderr

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterator
 
 import duckdb
 from pydantic import BaseModel
 
+from flows.query import stream_rows
 from schemas.records import LLM_SUFFIX, Message
 from tasks.grounding import first_ungrounded
 from tasks.preserve import Required, missing_literals
@@ -71,13 +71,6 @@ def _top(counter: Counter, total: int, n: int) -> list[Share]:
     return [Share(value=v, count=c, share=c / total) for v, c in counter.most_common(n)]
 
 
-def _rows(con: duckdb.DuckDBPyConnection, sql: str, batch: int = 256) -> Iterator[tuple]:
-    """The rows of ``sql`` as tuples, streamed ``batch`` at a time (a DB-API result would
-    hold all of them): the report's memory does not grow with the dataset."""
-    for b in con.sql(sql).to_arrow_reader(batch):
-        yield from zip(*(column.to_pylist() for column in b.columns), strict=True)
-
-
 def _grounding(con: duckdb.DuckDBPyConnection) -> dict[str, list[int]]:
     """Per ecosystem, [trajectories, grounded when re-checked from the shards].
 
@@ -92,7 +85,7 @@ def _grounding(con: duckdb.DuckDBPyConnection) -> dict[str, list[int]]:
         out[eco][0] += 1
         out[eco][1] += first_ungrounded(messages, json.loads(tools), values) is None
 
-    for eco, task_id, space, mode, raw, tools in _rows(
+    for eco, task_id, space, mode, raw, tools in stream_rows(
             con, "select k.ecosystem, t.task_id, t.action_space, t.supervision, t.messages, "
                  "t.tools from trajectories t join tasks k using (task_id)"):
         messages = [Message.model_validate(m) for m in raw]
@@ -132,7 +125,7 @@ def instruction_stats(con: duckdb.DuckDBPyConnection, top: int = 5) -> Instructi
     openings: Counter[str] = Counter()
     preserved: Counter[str] = Counter()
     parts: dict[str, Counter] = {"layout": Counter(), "opener": Counter(), "closer": Counter()}
-    for eco, text, template_id, literals in _rows(
+    for eco, text, template_id, literals in stream_rows(
             con, f"select ecosystem, instruction, {', '.join(optional)} from tasks"):
         openings[opening(text)] += 1
         preserved[eco] += literals is not None and not missing_literals(

@@ -148,26 +148,25 @@ def remove_labelled(client, run: str) -> int:  # noqa: ANN001
     return len(found)
 
 
+def remove_run(client, run: str) -> int:  # noqa: ANN001
+    """Remove every container and image of check run ``run``; how many there were."""
+    import docker.errors
+
+    removed = remove_labelled(client, run)
+    for image in client.api.images(filters={"label": f"{CHECK_LABEL}={run}"}):
+        with contextlib.suppress(docker.errors.APIError):  # NotFound included
+            client.api.remove_image(image["Id"], force=True)
+            removed += 1
+    return removed
+
+
 def sweep_stale(client) -> int:  # noqa: ANN001
     """Remove the containers and images of check runs whose process is gone (a check that
     was killed cannot clean up after itself); how many were removed."""
-    import docker.errors
-
     from environments.docker_backend import owner_dead
 
-    def stale(labels: dict | None) -> bool:
-        run = (labels or {}).get(CHECK_LABEL, "")
-        return run.startswith("check-") and owner_dead(run.removeprefix("check-"))
-
-    removed = 0
-    for c in client.api.containers(all=True, filters={"label": CHECK_LABEL}):
-        if stale(c.get("Labels")):
-            with contextlib.suppress(docker.errors.NotFound):
-                client.api.remove_container(c["Id"], force=True, v=True)
-                removed += 1
-    for image in client.api.images(filters={"label": CHECK_LABEL}):
-        if stale(image.get("Labels")):
-            with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
-                client.api.remove_image(image["Id"], force=True)
-                removed += 1
-    return removed
+    found = [*client.api.containers(all=True, filters={"label": CHECK_LABEL}),
+             *client.api.images(filters={"label": CHECK_LABEL})]
+    runs = {(item.get("Labels") or {}).get(CHECK_LABEL, "") for item in found}
+    return sum(remove_run(client, run) for run in sorted(runs)
+               if run.startswith("check-") and owner_dead(run.removeprefix("check-")))
