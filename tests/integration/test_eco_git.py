@@ -113,6 +113,25 @@ def test_create_branch_and_tags(repo):
     repo.clean_on_main()
 
 
+def test_probe_peels_tags_of_tags_to_their_commit(repo):
+    g = samplers._Repo(repo.reset())
+    repo.tool("tag_annotated", ref="v0.2.0", name="outer", message="Wraps a tag")
+    repo.tool("tag_annotated", ref="outer", name="outermost", message="Wraps it again")
+    repo.tool("create_tag", name="light", ref="outermost")
+    tags = repo.state()["tags"]
+    commit = g.tags["v0.2.0"]
+    assert repo.git("rev-parse", "outermost^{commit}").strip() == commit
+    assert tags["outer"] == {"commit": commit, "annotation": "Wraps a tag"}
+    assert tags["outermost"] == {"commit": commit, "annotation": "Wraps it again"}
+    assert tags["light"] == {"commit": commit, "annotation": None}
+
+
+def test_seeded_history_is_one_pack(repo):
+    repo.reset()
+    counts = dict(line.split(": ") for line in repo.git("count-objects", "-v").splitlines())
+    assert counts["count"] == "0" and counts["packs"] == "1", counts
+
+
 @pytest.mark.parametrize("tool", ["backport_branch", "fork_with_pick"])
 def test_cherry_pick_onto_a_new_branch(repo, tool):
     g = samplers._Repo(repo.reset())

@@ -42,17 +42,19 @@ def read_refs() -> tuple[dict, dict]:
     A tag is annotated when its ref names a tag object carrying the same name; a plain ref
     to another tag's object (``git tag new v1.0`` where v1.0 is annotated) counts as a
     lightweight tag on that tag's commit, as ``git tag new v1.0^{commit}`` would make."""
-    fmt = "%(refname)%00%(objecttype)%00%(objectname)%00%(tag)%00%(contents:subject)"
+    fmt = ("%(refname)%00%(objecttype)%00%(objectname)%00%(tag)%00%(contents:subject)"
+           "%00%(*objecttype)%00%(*objectname)")
     branches, tags = {}, {}
     for line in git("for-each-ref", f"--format={fmt}", "refs/heads", "refs/tags")\
             .decode().splitlines():
-        ref, kind, obj, tag_name, subject = line.split("\0")
+        ref, kind, obj, tag_name, subject, peeled_kind, peeled = line.split("\0")
         if ref.startswith("refs/heads/"):
             branches[ref[len("refs/heads/"):]] = obj
             continue
         name = ref[len("refs/tags/"):]
-        if kind == "tag":
-            target = git("rev-parse", "--verify", "-q", f"{obj}^{{commit}}").decode().strip()
+        if kind == "tag":  # a tag of a tag is peeled further by rev-parse
+            target = peeled if peeled_kind == "commit" else git(
+                "rev-parse", "--verify", "-q", f"{obj}^{{commit}}").decode().strip()
             tags[name] = (target or obj, subject if tag_name == name else None)
         else:
             tags[name] = (obj, None)

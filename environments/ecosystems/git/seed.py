@@ -2,11 +2,13 @@
 
 ``generate(seed)`` returns two files, ``.seed/history.fi`` and ``.seed/build.sh``.  The
 ecosystem's ``setup`` runs the script in the workspace: it makes the workspace itself a
-git repository, imports the history with ``git fast-import`` (every author, committer,
-tagger and date is fixed in the stream, so the seeded commit hashes are identical on
-every run), records the seeded commits in ``.git/info/taskfactory-seeded`` for the probe,
-configures the repository-local identity ``Agent <agent@example.com>`` for new commits,
-and checks out ``main``.  The setup command then removes ``.seed``.
+git repository, imports the history with ``git fast-import`` into one pack (every
+author, committer, tagger and date is fixed in the stream, so the seeded commit hashes
+are identical on every run; one pack instead of ~90 loose objects makes the sandbox's
+snapshot and restores cheap), records the seeded commits in
+``.git/info/taskfactory-seeded`` for the probe, configures the repository-local identity
+``Agent <agent@example.com>`` for new commits, and checks out ``main``.  The setup
+command then removes ``.seed``.
 
 The history is a small Python project (README, changelog, package modules, docs, an ini
 file) whose text comes from Faker: 15-40 commits by 3-6 authors on ``main`` and 2-3
@@ -34,7 +36,7 @@ git config user.email '{AGENT_EMAIL}'
 git config commit.gpgsign false
 git config tag.gpgsign false
 git config core.autocrlf false
-git fast-import --quiet < .seed/history.fi
+git -c fastimport.unpackLimit=0 fast-import --quiet < .seed/history.fi
 git rev-list --all | LC_ALL=C sort > {SEEDED_LIST}
 git reset -q --hard main
 """
