@@ -1,19 +1,22 @@
 """Docker backend: one hardened, long-lived container per sandbox (docker SDK, real engine).
 
-Each container runs ``sleep infinity`` under docker-init with no network, all capabilities
-dropped, no-new-privileges, a pids limit, memory == memory+swap, a CPU quota and uid 1000.
+Each container runs under docker-init with no network, all capabilities dropped,
+no-new-privileges, a pids limit, memory == memory+swap, a CPU quota and uid 1000; its
+command is the sandbox's first runner (below), then ``sleep infinity``.
 Containers carry the labels ``taskfactory.run`` and ``taskfactory.owner_pid`` for ``reap``.
 
 How verbs reach the container depends on ``DockerConfig.exec_via``:
 
 - ``"runner"`` (default): one runner process per sandbox inside the container
-  (``environments.runner``), started with a single ``docker exec`` on first use, serves
-  ``exec``, ``write_files`` and ``read_file`` over a framed protocol, concurrently; a
-  snapshot is a ``cp -a`` command run through it. If the runner dies (a ``kill`` by a
-  command, the OOM killer), the command in flight gets a failed result and the next call
-  starts a new runner, which first KILLs what the dead one left running. While no runner
-  can be started, calls fall back to the path below (retried with a growing backoff).
-  Files the sandbox user may not write or read go through the engine's archive calls.
+  (``environments.runner``) serves ``exec``, ``write_files`` and ``read_file`` over a
+  framed protocol, concurrently; snapshots and restores run in it too. The first runner
+  is the container's own command (its stdio attached before the start, its hello awaited
+  on first use), which saves the ``docker exec`` that would start it. If a runner dies (a
+  ``kill`` by a command, the OOM killer), the command in flight gets a failed result and
+  the next call starts a new runner with ``docker exec``, which first KILLs what the dead
+  one left running. While no runner can be started, calls fall back to the path below
+  (retried with a growing backoff). Files the sandbox user may not write or read go
+  through the engine's archive calls.
 - ``"docker-exec"``: one ``docker exec`` per command and the archive calls for files
   (``environments.docker_exec``).
 
@@ -32,8 +35,9 @@ import docker.errors
 from docker.types import LogConfig
 
 from environments.config import DockerConfig
-from environments.docker_exec import exec_once, get_file, put_files
+from environments.docker_exec import attach_container, exec_once, get_file, put_files
 from environments.docker_runner import RunnerChannel, RunnerFileError, RunnerGone, RunnerSlot
+from environments.runner import container_argv
 from environments.sandbox import (
     DEFAULT_READ_MAX,
     ExecResult,
@@ -74,7 +78,8 @@ class DockerSandbox(Sandbox):
     """A running container; ``workdir`` is the configured one ("/workspace")."""
 
     def __init__(
-        self, provider: DockerProvider, container_id: str, name: str, labels: dict[str, str]
+        self, provider: DockerProvider, container_id: str, name: str, labels: dict[str, str],
+        attached: tuple | None = None,
     ) -> None:
         super().__init__()
         self._provider, self._api, self._cfg = provider, provider.client.api, provider.config
@@ -82,7 +87,8 @@ class DockerSandbox(Sandbox):
         self.workdir = provider.config.workdir
         self._snaps: set[str] = set()
         limit = max(2 * self._cfg.output_cap_bytes, DEFAULT_READ_MAX) + 2**20
-        self._runners = RunnerSlot(self._api, container_id, self._cfg.user, limit, name)
+        self._runners = RunnerSlot(self._api, container_id, self._cfg.user, limit, name,
+                                   attached)
 
     def _abs(self, path: str) -> str:
         return posixpath.normpath(posixpath.join(self.workdir, path))
@@ -251,9 +257,11 @@ class DockerProvider(SandboxProvider):
         # our labels win over caller labels: reap depends on them
         all_labels = {**(labels or {}), RUN_LABEL: self.run_id, OWNER_LABEL: str(os.getpid())}
         name = f"tf-{re.sub(r'[^a-zA-Z0-9_.-]', '-', self.run_id)[:40]}-{uuid.uuid4().hex[:10]}"
+        via_runner = cfg.exec_via == "runner"
         try:  # create + start (not containers.run): a missing image must not trigger a pull
             container = self.client.containers.create(
-                cfg.image, command=["sleep", "infinity"], name=name, init=cfg.init,
+                cfg.image, command=container_argv() if via_runner else ["sleep", "infinity"],
+                stdin_open=via_runner, name=name, init=cfg.init,  # (and StdinOnce)
                 network_mode=cfg.network_mode, cap_drop=cfg.cap_drop,
                 # "none" also without libnetwork: the container keeps its own network
                 # namespace (loopback only), and the engine skips its per-container
@@ -270,10 +278,15 @@ class DockerProvider(SandboxProvider):
             ) from e
         except docker.errors.APIError as e:
             raise SandboxError(f"cannot create a sandbox container from {cfg.image}: {e}") from e
-        sb = DockerSandbox(self, container.id, name, all_labels)
+        attached = None
         try:
+            if via_runner:
+                attached = attach_container(self.client.api, container.id)
+            sb = DockerSandbox(self, container.id, name, all_labels, attached)
             container.start()
         except BaseException as e:
+            if attached is not None:
+                attached[1]()
             _remove(self.client.api, container.id)
             if isinstance(e, docker.errors.APIError):
                 raise SandboxError(f"cannot start sandbox container {name}: {e}") from e

@@ -1,9 +1,11 @@
 """Host side of the in-container command runner (``environments/runner``).
 
-A ``RunnerChannel`` is one ``docker exec -i`` of the runner, as the sandbox user, attached
-over the hijacked socket. A reader thread splits docker's multiplexed stream, cuts
-protocol frames out of stdout and hands each response to the thread waiting on its id,
-so calls from several threads share the channel and run concurrently.
+A ``RunnerChannel`` is one runner, as the sandbox user, attached over a hijacked socket:
+the container's own command (a sandbox's first runner; its death is told by the exit
+frame its shell sends) or a ``docker exec -i`` of one (its death: the end of the stream).
+A reader thread splits docker's multiplexed stream, cuts protocol frames out of stdout
+and hands each response to the thread waiting on its id, so calls from several threads
+share the channel and run concurrently.
 
 Errors: ``RunnerStartError`` when no runner came up (the caller uses a plain docker exec);
 ``RunnerGone`` when the channel broke or the runner died with the call in flight, or gave
@@ -20,6 +22,7 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Callable
 
 import docker
 import docker.errors
@@ -69,12 +72,15 @@ class _Call:
 
 
 class RunnerChannel:
-    """One runner in container ``container_id``; ``reap_sessions`` are sessions of dead
-    runners whose leftovers it KILLs first. DockerException and OSError from the engine
-    propagate; RunnerStartError when no hello comes."""
+    """One runner in container ``container_id``: a ``docker exec`` of it, or with
+    ``attached`` (the socket of the container's own stdio, see ``container_argv``) the
+    container's command. ``reap_sessions`` are sessions of dead runners whose leftovers it
+    KILLs first. DockerException and OSError from the engine propagate; RunnerStartError
+    when no hello comes."""
 
     def __init__(self, api: docker.APIClient, container_id: str, user: str, frame_limit: int,
-                 reap_sessions: list[int] | tuple[int, ...] = ()) -> None:  # fmt: skip
+                 reap_sessions: list[int] | tuple[int, ...] = (),
+                 attached: tuple[socket.socket, Callable[[], None]] | None = None) -> None:
         self._api = api
         self._lock, self._send_lock = threading.Lock(), threading.Lock()
         self._pending: dict[int, _Call] = {0: _Call()}
@@ -84,11 +90,14 @@ class RunnerChannel:
         self.stderr = TailBuffer(4096)
         self.received = 0  # bytes read from the engine (output is capped in the container)
         self._frames = FrameReader(frame_limit)
-        self.exec_id = api.exec_create(
-            container_id, launch_argv(reap_sessions), stdin=True, stdout=True, stderr=True,
-            user=user, workdir="/",
-        )["Id"]  # fmt: skip
-        self._sock, self._close_sock = attach(api, self.exec_id)
+        self.exec_id: str | None = None
+        if attached is None:
+            self.exec_id = api.exec_create(
+                container_id, launch_argv(reap_sessions), stdin=True, stdout=True,
+                stderr=True, user=user, workdir="/",
+            )["Id"]  # fmt: skip
+            attached = attach(api, self.exec_id)
+        self._sock, self._close_sock = attached
         self._sock.settimeout(SOCKET_TIMEOUT_S)
         threading.Thread(target=self._read_loop, name="tf-runner-reader", daemon=True).start()
         hello = self._pending[0]
@@ -188,7 +197,7 @@ class RunnerChannel:
 
     def exit_code(self) -> int | None:
         """The runner's exit code once it has exited (None if unknown or still running)."""
-        if self._exit is None:
+        if self._exit is None and self.exec_id is not None:  # else: from its exit frame
             with contextlib.suppress(docker.errors.APIError):
                 self._exit = exit_code(self._api, self.exec_id, wait_s=1)
         return self._exit
@@ -208,7 +217,7 @@ class RunnerChannel:
     def _read_loop(self) -> None:
         demux, reason = StreamDemux(), "the runner exited"
         try:
-            while self._dead is None:
+            while self._dead is None and self._exit is None:
                 try:
                     chunk = self._sock.recv(1 << 16)
                 except TimeoutError:
@@ -221,6 +230,8 @@ class RunnerChannel:
                         self.stderr.write(data)
                         continue
                     for header, blob in self._frames.feed(data):
+                        if "exit" in header:  # the container's runner exited: the last frame
+                            self._exit = int(header["exit"])
                         self._deliver(header, blob)
         except Exception as e:  # a broken socket or a malformed frame
             reason = f"the runner channel broke: {e!r}"
@@ -252,13 +263,16 @@ def _raise_file_error(header: dict) -> None:
 
 
 class RunnerSlot:
-    """The runner of one sandbox: started on first use, replaced once it died (the new one
-    first KILLs what the dead one left running), and after a failed start not tried again
-    for a backoff that doubles from 0.5 s to ``RETRY_MAX_S``. Thread-safe."""
+    """The runner of one sandbox: started on first use (the container's own, on
+    ``attached``, else a ``docker exec`` of one), replaced once it died (the new one first
+    KILLs what the dead one left running), and after a failed start not tried again for a
+    backoff that doubles from 0.5 s to ``RETRY_MAX_S``. Thread-safe."""
 
     def __init__(self, api: docker.APIClient, container_id: str, user: str, frame_limit: int,
-                 name: str) -> None:  # fmt: skip
+                 name: str,
+                 attached: tuple[socket.socket, Callable[[], None]] | None = None) -> None:
         self._args = (api, container_id, user, frame_limit)
+        self._attached = attached
         self.name = name
         self._runner: RunnerChannel | None = None
         self._lock = threading.Lock()
@@ -281,8 +295,10 @@ class RunnerSlot:
                     self._dead_sessions.append(runner.sid)
             if self._closed or time.monotonic() < self._retry_at:
                 return None
+            attached, self._attached = self._attached, None
             try:
-                runner = RunnerChannel(*self._args, reap_sessions=self._dead_sessions)
+                runner = RunnerChannel(*self._args, reap_sessions=self._dead_sessions,
+                                       attached=attached)
             except (RunnerStartError, docker.errors.DockerException, OSError) as e:
                 self._backoff = min(max(2 * self._backoff, 0.5), RETRY_MAX_S)
                 self._retry_at = time.monotonic() + self._backoff
@@ -299,5 +315,8 @@ class RunnerSlot:
         with self._lock:
             self._closed = True
             runner, self._runner = self._runner, None
+            attached, self._attached = self._attached, None
         if runner is not None:
             runner.close()
+        if attached is not None:
+            attached[1]()

@@ -2,7 +2,9 @@
 
 ``protocol``, ``files``, ``procs``, ``pyfork`` and ``agent`` use the standard library only.
 Nothing is copied into the image: ``launch_argv()`` is a one-line ``python3 -c`` bootstrap
-that reads ``payload()`` from stdin (the modules' sources and a loader) and runs it.
+that reads ``payload()`` from stdin (the modules' sources and a loader) and runs it. A
+sandbox's first runner is its container's command (``container_argv()``); later ones, after
+a runner died, are started with ``docker exec``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,21 @@ for name, source in SOURCES:
     exec(compile(source, name, "exec"), m.__dict__)
 m.main(sys.argv[1:])
 """
+
+
+# The container's own command on the runner path: a runner on the container's stdin and
+# stdout. When it exits, the shell sends one last frame on the same stdout, after all the
+# runner wrote -- ``{"exit": "NNN"}``, its status in three digits (the engine ends an
+# attach stream only when the container stops) -- and the container lives on as `sleep`,
+# detached from the stream, for a runner started by `docker exec`.
+_EXIT_FRAME = r'\000\000\000\016\000\000\000\000{"exit":"%03d"}'
+_MAIN_SH = f"\"$@\"; printf '{_EXIT_FRAME}' \"$?\"; exec sleep infinity </dev/null >/dev/null 2>&1"
+
+
+def container_argv() -> list[str]:
+    """The container command whose first runner is the container's main process (saves
+    the ``docker exec`` that would start it); see ``_MAIN_SH``."""
+    return ["sh", "-c", _MAIN_SH, "sh", *launch_argv()]
 
 
 def launch_argv(reap_sessions: list[int] | tuple[int, ...] = ()) -> list[str]:

@@ -4,7 +4,8 @@ A frame is an 8-byte header -- big-endian uint32 length of a UTF-8 JSON object, 
 length of a binary blob -- then the JSON, then the blob. Requests carry ``id`` (an int >
 0) and ``op``; each gets exactly one response with the same ``id``. Requests run
 concurrently, so responses come in completion order. The runner's first frame is
-``{"id": 0, "hello": {"pid", "sid", "python"}}``.
+``{"id": 0, "hello": {"pid", "sid", "python"}}``. After a container's own runner exited,
+its shell sends one last frame, ``{"exit": "NNN"}`` (the exit status, three digits).
 
 - ``exec {argv, cwd, env, timeout, cap, stdin: bool}``, blob = stdin bytes ->
   ``{code, timed_out, truncated, out}``, blob = stdout tail (``out`` bytes) + stderr tail.

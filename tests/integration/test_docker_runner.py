@@ -47,6 +47,11 @@ def _ps(sb: Sandbox) -> list[str]:
     return res.stdout.splitlines()
 
 
+def _runners(sb: Sandbox) -> list[str]:
+    """The runner processes (not the shell that made the first one the container's command)."""
+    return [line for line in _ps(sb) if line.split(None, 1)[1].startswith(RUNNER_ARGV)]
+
+
 def _settle(done: Callable[[], bool]) -> bool:
     for _ in range(100):
         if done():
@@ -81,7 +86,7 @@ def test_runner_killed_by_a_command(sb: Sandbox) -> None:
     assert sb.exec(["bash", "-c", start]).exit_code == 0
     in_flight = _in_thread(sb, ["bash", "-c", f"sleep {marker} & sleep {marker}; wait"])
     assert _settle(lambda: len(_running(sb, marker)) == 2)
-    (old_runner,) = [line for line in _ps(sb) if RUNNER_ARGV in line]
+    (old_runner,) = _runners(sb)
 
     killer = sb.exec(["bash", "-c", "kill -KILL $PPID; sleep 5"])  # $PPID is the runner
     assert killer.exit_code == 137 and not killer.timed_out, killer  # SIGKILLed runner
@@ -91,9 +96,14 @@ def test_runner_killed_by_a_command(sb: Sandbox) -> None:
 
     assert sb.exec(["echo", "ok"]).stdout == "ok\n"  # a new runner, which reaped the old one
     assert _settle(lambda: not _running(sb, marker))
-    runners = [line for line in _ps(sb) if RUNNER_ARGV in line]
+    runners = _runners(sb)
     assert len(runners) == 1 and runners != [old_runner]
     assert len(_running(sb, service)) == 1  # a setsid'd service survives all of this
+
+    # the first runner was the container's command; this one was started by docker exec
+    again = sb.exec(["bash", "-c", "kill -KILL $PPID; sleep 5"])
+    assert again.exit_code == 137 and "runner was lost" in again.stderr, again
+    assert sb.exec(["echo", "ok"]).stdout == "ok\n" and len(_runners(sb)) == 1
 
 
 def test_runner_cut_off_on_the_host_side(sb: Sandbox) -> None:
