@@ -35,7 +35,7 @@ import docker.errors
 from docker.types import LogConfig
 
 from environments.config import DockerConfig
-from environments.docker_exec import attach_container, exec_once, get_file, put_files
+from environments.docker_exec import Hijacked, attach_container, exec_once, get_file, put_files
 from environments.docker_runner import RunnerChannel, RunnerFileError, RunnerGone, RunnerSlot
 from environments.runner import container_argv
 from environments.sandbox import (
@@ -79,7 +79,7 @@ class DockerSandbox(Sandbox):
 
     def __init__(
         self, provider: DockerProvider, container_id: str, name: str, labels: dict[str, str],
-        attached: tuple | None = None,
+        attached: Hijacked | None = None,
     ) -> None:
         super().__init__()
         self._provider, self._api, self._cfg = provider, provider.client.api, provider.config
@@ -261,7 +261,7 @@ class DockerProvider(SandboxProvider):
         try:  # create + start (not containers.run): a missing image must not trigger a pull
             container = self.client.containers.create(
                 cfg.image, command=container_argv() if via_runner else ["sleep", "infinity"],
-                stdin_open=via_runner, name=name, init=cfg.init,  # (and StdinOnce)
+                stdin_open=via_runner, name=name, init=cfg.init,  # + StdinOnce: EOF on detach
                 network_mode=cfg.network_mode, cap_drop=cfg.cap_drop,
                 # "none" also without libnetwork: the container keeps its own network
                 # namespace (loopback only), and the engine skips its per-container

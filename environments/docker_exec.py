@@ -61,20 +61,23 @@ class StreamDemux:
             i, self._left = i + take, self._left - take
 
 
-def attach(api: docker.APIClient, exec_id: str) -> tuple[socket.socket, Callable[[], None]]:
+Hijacked = tuple[socket.socket, Callable[[], None]]
+"""A hijacked connection's real socket, and the closer for all of it."""
+
+
+def attach(api: docker.APIClient, exec_id: str) -> Hijacked:
     """Start exec ``exec_id`` on a hijacked socket; returns the socket and its closer."""
     return hijacked(api.exec_start(exec_id, socket=True))
 
 
-def attach_container(api: docker.APIClient,
-                     container_id: str) -> tuple[socket.socket, Callable[[], None]]:
+def attach_container(api: docker.APIClient, container_id: str) -> Hijacked:
     """The hijacked socket of the container's own stdin, stdout and stderr (attach before
     ``start`` so no output is missed), and its closer."""
     params = {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
     return hijacked(api.attach_socket(container_id, params=params))
 
 
-def hijacked(raw: object) -> tuple[socket.socket, Callable[[], None]]:
+def hijacked(raw: object) -> Hijacked:
     """The real socket under a docker-py hijacked response, and a closer for all of it."""
     sock: socket.socket = getattr(raw, "_sock", raw)  # a SocketIO wraps the real socket
     response = getattr(raw, "_response", None)  # docker-py keeps the HTTP response here

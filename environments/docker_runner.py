@@ -22,12 +22,11 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable
 
 import docker
 import docker.errors
 
-from environments.docker_exec import BACKSTOP_S, StreamDemux, attach, exit_code
+from environments.docker_exec import BACKSTOP_S, Hijacked, StreamDemux, attach, exit_code
 from environments.runner import launch_argv, payload
 from environments.runner.protocol import FrameReader, encode_frame
 from environments.sandbox import TIMEOUT_EXIT_CODE, ExecResult, TailBuffer
@@ -80,7 +79,7 @@ class RunnerChannel:
 
     def __init__(self, api: docker.APIClient, container_id: str, user: str, frame_limit: int,
                  reap_sessions: list[int] | tuple[int, ...] = (),
-                 attached: tuple[socket.socket, Callable[[], None]] | None = None) -> None:
+                 attached: Hijacked | None = None) -> None:
         self._api = api
         self._lock, self._send_lock = threading.Lock(), threading.Lock()
         self._pending: dict[int, _Call] = {0: _Call()}
@@ -99,8 +98,8 @@ class RunnerChannel:
             attached = attach(api, self.exec_id)
         self._sock, self._close_sock = attached
         self._sock.settimeout(SOCKET_TIMEOUT_S)
+        hello = self._pending[0]  # before the reader starts: it may fail every call at once
         threading.Thread(target=self._read_loop, name="tf-runner-reader", daemon=True).start()
-        hello = self._pending[0]
         try:
             self._send(payload())
             header, _ = self._wait(hello, START_TIMEOUT_S)
@@ -270,7 +269,7 @@ class RunnerSlot:
 
     def __init__(self, api: docker.APIClient, container_id: str, user: str, frame_limit: int,
                  name: str,
-                 attached: tuple[socket.socket, Callable[[], None]] | None = None) -> None:
+                 attached: Hijacked | None = None) -> None:
         self._args = (api, container_id, user, frame_limit)
         self._attached = attached
         self.name = name
