@@ -33,7 +33,7 @@ from pydantic import BaseModel
 
 from environments.config import resolve_backend
 from environments.sandbox import SandboxError
-from flows import runs
+from flows import heap, runs
 from flows.candidate import (
     BackendConfig,
     Outcome,
@@ -91,9 +91,13 @@ def run_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendConf
                   run_id: str, max_repairs: int, instruction_style: str,
                   config_hash: str) -> Outcome:
     """:func:`flows.candidate.build_candidate`; ``config_hash`` (code, images, templates,
-    ...) is unused here but part of the task's cache key."""
-    return build_candidate(candidate, ecosystem_ref, backend, run_id, max_repairs=max_repairs,
-                           instruction_style=instruction_style)
+    ...) is unused here but part of the task's cache key.  Runs in the process that
+    executes the candidate (a Dask worker too), so each keeps its own heap trimmed."""
+    try:
+        return build_candidate(candidate, ecosystem_ref, backend, run_id,
+                               max_repairs=max_repairs, instruction_style=instruction_style)
+    finally:
+        heap.candidate_finished()
 
 
 candidate_task = task(
@@ -229,6 +233,7 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
         writer.commit()
         if not any(e.status == "running" for e in manifest.runs.values()):
             shutil.rmtree(data / RESULTS, ignore_errors=True)  # nothing left to resume
+        heap.release()  # the report reads the whole dataset: start it from a trimmed heap
         _publish_report(data, run_id, logger)
     return _summary(settings, run_id, base.type, len(candidates), chash, replanned, resume, t0,
                     write_s, tally)
