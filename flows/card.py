@@ -77,7 +77,8 @@ def plots(con: duckdb.DuckDBPyConnection) -> dict[str, bytes]:
     return {name: _plot(rows, *rest) for name, (rows, *rest) in specs.items() if rows}
 
 
-def card(con: duckdb.DuckDBPyConnection, plot_names: list[str]) -> str:
+def card(con: duckdb.DuckDBPyConnection, plot_names: list[str], report_md: str) -> str:
+    """The README text; ``report_md`` is :func:`flows.stats.report` of the same ``con``."""
     counts = [(t, con.execute(f"select count(*) from {t}").fetchone()[0]) for t in TABLES]
     runs = con.execute("""
         select run_id, status, provenance.seed as seed, generator_version, config_hash,
@@ -106,17 +107,21 @@ def card(con: duckdb.DuckDBPyConnection, plot_names: list[str]) -> str:
         "## Provenance per ecosystem\n\n" + md_table(
             ["ecosystem", "sandbox images", "template hash", "LLM", "generator"], sources),
         "## Plots\n\n" + (images or "(no data yet)"),
-        report(con).replace("\n## ", "\n### ").replace("## ", "### ", 1)
+        report_md.replace("\n## ", "\n### ").replace("## ", "### ", 1)
     ]) + "\n"
 
 
-def write_card(data_dir: Path, con: duckdb.DuckDBPyConnection) -> Path:
-    """(Re)write the plots and ``README.md`` of ``data_dir``; returns the README path."""
+def write_card(data_dir: Path, con: duckdb.DuckDBPyConnection,
+               report_md: str | None = None) -> Path:
+    """(Re)write the plots and ``README.md`` of ``data_dir``; returns the README path.
+    ``report_md``: the report of ``con`` when the caller has it already (it reads the
+    whole dataset)."""
     folder = data_dir / PLOTS
     folder.mkdir(exist_ok=True)
     images = plots(con)
     for name, png in images.items():
         atomic_write(folder / name, png)
     path = data_dir / "README.md"
-    atomic_write(path, card(con, sorted(images)).encode())
+    md = report(con) if report_md is None else report_md
+    atomic_write(path, card(con, sorted(images), md).encode())
     return path

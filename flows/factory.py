@@ -259,8 +259,9 @@ def _publish_report(data: Path, run_id: str, logger: logging.Logger) -> None:
     con.execute("SET threads = 1")
     con.execute("SET memory_limit = '256MB'")
     try:
-        write_card(data, con)
-        create_markdown_artifact(key="taskfactory-dataset-report", markdown=report(con),
+        markdown = report(con)
+        write_card(data, con, markdown)
+        create_markdown_artifact(key="taskfactory-dataset-report", markdown=markdown,
                                  description=f"dataset {data} after run {run_id}")
     finally:
         con.close()
