@@ -42,6 +42,7 @@ from flows.candidate import (
     ecosystem,
     engine_failure,
 )
+from flows.planned import PlannedCandidates
 from flows.progress import Progress
 from flows.provenance import (
     RunIdentity,
@@ -60,7 +61,7 @@ from schemas.graph import Candidate
 from schemas.records import RunRow
 from tasks.dedup import DedupIndex
 from tasks.manifest import open_for_writing, save_manifest
-from tasks.plan import plan_candidates
+from tasks.plan import iter_candidates
 from tasks.publish import ShardWriter
 
 WINDOW_PER_WORKER = 4
@@ -113,18 +114,20 @@ Results live on disk only: Prefect's in-memory result cache (1,000 entries) woul
 every outcome of a run up to that size."""
 
 
-def plan_run(settings: RunSettings) -> tuple[list[Candidate], int]:
+def plan_run(settings: RunSettings) -> tuple[PlannedCandidates, int]:
     """Every ecosystem's share of the candidates, interleaved so that all ecosystems are in
     flight together; indices are unique within the run.  Returns them and the number of
-    duplicate fingerprints re-planned."""
-    planned, replanned = [], 0
-    for position, ref in enumerate(settings.ecosystems):
-        cands, stats = plan_candidates(ecosystem(ref), settings.share(position), settings.seed,
-                                       settings.depth_weights)
-        planned.append(cands)
-        replanned += stats.duplicates_replanned
-    order = [c for group in itertools.zip_longest(*planned) for c in group if c is not None]
-    return [c.model_copy(update={"index": i}) for i, c in enumerate(order)], replanned
+    duplicate fingerprints re-planned.  Planned one at a time and stored encoded: the plan
+    never holds the candidates as objects."""
+    streams = [iter_candidates(ecosystem(ref), settings.share(position), settings.seed,
+                               settings.depth_weights)
+               for position, ref in enumerate(settings.ecosystems)]
+    plan, replanned = PlannedCandidates(), 0
+    order = (x for group in itertools.zip_longest(*streams) for x in group if x is not None)
+    for i, (c, dupes) in enumerate(order):
+        plan.append(c.model_copy(update={"index": i}))
+        replanned += dupes
+    return plan, replanned
 
 
 def in_order(todo: Iterable[Candidate], submit: Callable[[Candidate], PrefectFuture],
@@ -178,13 +181,14 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
         held = runs.held_candidates(con, chash)
         index.add_all(runs.indexed_tasks(con))
         con.close()
-        candidates, replanned = plan_run(settings)
-        todo = [c for c in candidates if c.candidate_id not in held]
+        plan, replanned = plan_run(settings)
+        todo, planned = plan.without(held), len(plan)
+        del plan  # only the candidates still to run are kept
         logger.info("run %s: %d candidates of %s on the %s backend, %d already in the "
-                    "dataset, flow run %s", run_id, len(candidates), ", ".join(refs),
-                    base.type, len(candidates) - len(todo), flow_run.get_id())
+                    "dataset, flow run %s", run_id, planned, ", ".join(refs),
+                    base.type, planned - len(todo), flow_run.get_id())
         if not todo and not resume:  # a repeated run adds nothing, not even a runs row
-            return _summary(settings, run_id, base.type, len(candidates), chash, replanned,
+            return _summary(settings, run_id, base.type, planned, chash, replanned,
                             False, t0, 0.0, runs.RunTally())
         entry = runs.begin(manifest, run_id, settings.model_dump(mode="json"), chash,
                            flow_run.get_id())
@@ -226,8 +230,8 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
             settings_json=json.dumps({**settings.model_dump(mode="json"), "images": images}),
             generator_version=generator_version(), status="complete",
             started_at=datetime.fromisoformat(entry.started_at), finished_at=datetime.now(UTC),
-            resumes=entry.resumes, candidates=len(candidates),
-            skipped=len(candidates) - tally.attempts, accepted=tally.accepted,
+            resumes=entry.resumes, candidates=planned,
+            skipped=planned - tally.attempts, accepted=tally.accepted,
             rejected=tally.attempts - tally.accepted, duplicates=tally.duplicates,
             provenance=identity.provenance(seed=settings.seed, image_id=None)))])
         writer.commit()
@@ -235,7 +239,7 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
             shutil.rmtree(data / RESULTS, ignore_errors=True)  # nothing left to resume
         heap.release()  # the report reads the whole dataset: start it from a trimmed heap
         _publish_report(data, run_id, logger)
-    return _summary(settings, run_id, base.type, len(candidates), chash, replanned, resume, t0,
+    return _summary(settings, run_id, base.type, planned, chash, replanned, resume, t0,
                     write_s, tally)
 
 

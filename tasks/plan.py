@@ -22,6 +22,7 @@ import hashlib
 import itertools
 import random
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from environments.ecosystems import Ecosystem
@@ -299,15 +300,15 @@ def plan_graph(eco: Ecosystem, seed: int, depth_weights: dict[int, float] | None
     return WorkflowGraph(ecosystem=eco.name, shape="chain", steps=b.steps)
 
 
-def plan_candidates(eco: Ecosystem, n: int, run_seed: int,
+def iter_candidates(eco: Ecosystem, n: int, run_seed: int,
                     depth_weights: dict[int, float] | None = None
-                    ) -> tuple[list[Candidate], PlanStats]:
-    """``n`` candidates with distinct fingerprints (re-planning duplicates, bounded)."""
+                    ) -> Iterator[tuple[Candidate, int]]:
+    """``n`` candidates with distinct fingerprints, one at a time, each with the number of
+    duplicate fingerprints re-planned before it (bounded by :data:`MAX_REPLANS`)."""
     seen: set[str] = set()
-    out: list[Candidate] = []
     usage: Counter[str] = Counter()
-    dupes = 0
     for index in range(n):
+        dupes = 0
         for attempt in range(MAX_REPLANS):
             seed = candidate_seed(run_seed, index * 1000 + attempt)
             graph = plan_graph(eco, seed, depth_weights, usage)
@@ -318,6 +319,14 @@ def plan_candidates(eco: Ecosystem, n: int, run_seed: int,
         seen.add(fp)
         usage.update(s.tool for s in graph.steps)
         cid = hashlib.sha256(f"{eco.digest}:{seed}:{graph.model_dump_json()}".encode())
-        out.append(Candidate(candidate_id=cid.hexdigest()[:16], index=index, ecosystem=eco.name,
-                             seed=seed, graph=graph))
-    return out, PlanStats(planned=len(out), duplicates_replanned=dupes)
+        yield Candidate(candidate_id=cid.hexdigest()[:16], index=index, ecosystem=eco.name,
+                        seed=seed, graph=graph), dupes
+
+
+def plan_candidates(eco: Ecosystem, n: int, run_seed: int,
+                    depth_weights: dict[int, float] | None = None
+                    ) -> tuple[list[Candidate], PlanStats]:
+    """:func:`iter_candidates` as a list, with the run's planning stats."""
+    planned = list(iter_candidates(eco, n, run_seed, depth_weights))
+    return [c for c, _ in planned], PlanStats(planned=len(planned),
+                                              duplicates_replanned=sum(d for _, d in planned))

@@ -33,3 +33,17 @@ def test_plan_run_interleaves_ecosystems_with_unique_indices():
     assert [c.ecosystem for c in candidates] == ["files", "sql", "git"] * 2 + ["files"]
     assert [c.index for c in candidates] == list(range(7))
     assert len({c.candidate_id for c in candidates}) == 7
+
+
+def test_planned_candidates_decode_to_the_planned_objects_and_skip_held_ids():
+    from flows.factory import ecosystem
+    from flows.planned import PlannedCandidates
+    from tasks.plan import plan_candidates
+
+    originals, _ = plan_candidates(ecosystem("sql"), 6, run_seed=3)
+    plan = PlannedCandidates(originals)
+    assert len(plan) == 6 and list(plan) == originals
+    held = {originals[1].candidate_id, originals[4].candidate_id, "not-in-this-plan"}
+    rest = plan.without(held)
+    assert list(rest) == [c for i, c in enumerate(originals) if i not in (1, 4)]
+    assert len(plan) == 6  # the original plan is unchanged
