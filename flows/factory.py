@@ -6,8 +6,9 @@ Wiring only — what runs, in what order, with what concurrency.  The stages liv
 
 Candidates are submitted in index order with at most ``WINDOW_PER_WORKER * workers`` in
 flight and their outcomes consumed **in index order**; a consumed future is dropped at
-once.  Memory is bounded by that window and the writer's buffer, and dedup decisions
-(which depend on what came before) are the same on every run.
+once.  Memory is bounded by that window and the writer's buffer, plus ~2 KB per planned
+candidate (the plan is held as JSON, :mod:`flows.planned`); dedup decisions (which
+depend on what came before) are the same on every run.
 """
 
 from __future__ import annotations
