@@ -38,6 +38,11 @@ class DockerConfig(BaseModel):
     cpus: float = Field(default=1.0, gt=0)
     user: str = "1000:1000"
     workdir: str = "/workspace"
+    workdir_mb: int = Field(default=256, ge=0)
+    """The workdir lives on an in-memory filesystem capped at this many MiB (the sandbox's
+    snapshots on another, capped at ``memory_mb``); their pages count against
+    ``memory_mb``.  A full workdir fails writes with ENOSPC, and the candidates' file
+    churn never reaches the engine's disk.  0: the container's disk layer, uncapped."""
     init: bool = True
     output_cap_bytes: int = Field(default=2**20, gt=0)
     # "runner": verbs go through one long-lived process per sandbox inside the container

@@ -374,6 +374,36 @@ def test_docker_memory_limit(dsb: Sandbox) -> None:
 
 
 @pytest.mark.docker
+def test_docker_workdir_is_capped_and_in_memory(dsb: Sandbox) -> None:
+    cap = DockerConfig().workdir_mb
+    assert _lines(dsb, ["stat", "-f", "-c", "%T", "."]) == ["tmpfs"]
+    assert _lines(dsb, ["stat", "-c", "%U %a", "."]) == ["agent 755"]  # as in the image
+    fill = dsb.exec(["dd", "if=/dev/zero", "of=big", "bs=1M", f"count={cap + 8}"], timeout=60)
+    assert fill.exit_code != 0 and "No space left on device" in fill.stderr, fill
+    assert dsb.exec(["rm", "big"]).exit_code == 0
+    dsb.write_files({"after.txt": b"room again"})  # the sandbox stays usable
+    assert dsb.read_file("after.txt") == b"room again"
+    snap = dsb.snapshot()  # snapshots live in memory as well, outside the workdir
+    assert _lines(dsb, ["stat", "-f", "-c", "%T", "/tmp/.tf-snap"]) == ["tmpfs"]
+    dsb.write_files({"after.txt": b"changed"})
+    dsb.restore(snap)
+    assert dsb.read_file("after.txt") == b"room again"
+
+
+@pytest.mark.docker
+def test_docker_workdir_volume_goes_with_its_container(providers: _Providers) -> None:
+    client = _docker_client()
+    with providers.get("docker").sandbox(labels={"test": "volume"}) as s:
+        [mount] = client.containers.get(s.container_id).attrs["Mounts"]  # type: ignore[attr-defined]
+        assert (mount["Type"], mount["Destination"]) == ("volume", "/workspace")
+        assert client.volumes.get(mount["Name"])
+    import docker.errors
+
+    with pytest.raises(docker.errors.NotFound):
+        client.volumes.get(mount["Name"])
+
+
+@pytest.mark.docker
 def test_docker_container_config_and_labels(dsb: Sandbox) -> None:
     c = _docker_client().containers.get(dsb.container_id)  # type: ignore[attr-defined]
     labels = c.labels
