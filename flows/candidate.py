@@ -19,6 +19,7 @@ from functools import cache
 from environments.config import DockerConfig, LocalConfig
 from environments.ecosystems import Ecosystem, load_ecosystem
 from environments.sandbox import Sandbox, SandboxUnavailableError
+from flows import limits
 from flows.provenance import generator_version
 from flows.providers import provider_for
 from schemas.graph import Candidate, WorkflowGraph
@@ -51,9 +52,10 @@ class Outcome:
 @cache
 def llm_client() -> LLMClient | None:
     """One client per process (one budget, one breaker) when TASKFACTORY_LLM_BASE_URL and
-    _MODEL are set, else None: repair, paraphrase and reasoning all go through it."""
+    _MODEL are set, else None: repair, paraphrase and reasoning all go through it, under
+    the server's ``llm`` rate limit (:mod:`flows.limits`)."""
     config = LLMConfig.from_env()
-    return LLMClient(config) if config is not None else None
+    return LLMClient(config, limits.llm_request) if config is not None else None
 
 
 def llm_repairer() -> Repairer | None:

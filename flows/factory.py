@@ -34,7 +34,7 @@ from pydantic import BaseModel
 
 from environments.config import resolve_backend
 from environments.sandbox import SandboxError
-from flows import heap, runs
+from flows import heap, limits, runs
 from flows.candidate import (
     BackendConfig,
     Outcome,
@@ -94,10 +94,12 @@ def run_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendConf
                   config_hash: str) -> Outcome:
     """:func:`flows.candidate.build_candidate`; ``config_hash`` (code, images, templates,
     ...) is unused here but part of the task's cache key.  Runs in the process that
-    executes the candidate (a Dask worker too), so each keeps its own heap trimmed."""
+    executes the candidate (a Dask worker too), so each keeps its own heap trimmed; holds
+    a slot of the server's ``sandbox`` limit, if there is one (:mod:`flows.limits`)."""
     try:
-        return build_candidate(candidate, ecosystem_ref, backend, run_id,
-                               max_repairs=max_repairs, instruction_style=instruction_style)
+        with limits.sandbox_slot():
+            return build_candidate(candidate, ecosystem_ref, backend, run_id,
+                                   max_repairs=max_repairs, instruction_style=instruction_style)
     finally:
         heap.candidate_finished()
 

@@ -19,7 +19,7 @@ import random
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -114,8 +114,12 @@ def _system_prompt(schema: type[BaseModel]) -> str:
 class LLMClient:
     """JSON-only completions with retries, breaker, budget and disk cache; thread-safe."""
 
-    def __init__(self, config: LLMConfig) -> None:
+    def __init__(self, config: LLMConfig, before_request: Callable[[], None] | None = None
+                 ) -> None:
+        """``before_request`` runs before every HTTP request, retries included (a rate
+        limit waits there)."""
         self.config = config
+        self._before_request = before_request
         self.stats = LLMStats()
         self._lock = threading.Lock()
         self._consecutive_failures = 0
@@ -183,6 +187,8 @@ class LLMClient:
         cfg = self.config
 
         def attempt() -> Any:
+            if self._before_request is not None:
+                self._before_request()
             with self._lock:
                 self.stats.requests += 1
             return self._openai.chat.completions.create(

@@ -1,0 +1,77 @@
+"""Server-wide limits (flows.limits) against the session's real Prefect server: the
+``sandbox`` concurrency limit over a real CLI run, and the ``llm`` rate limit over real
+HTTP to a local OpenAI-compatible server."""
+
+import time
+from contextlib import contextmanager
+
+from prefect import flow
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+from pydantic import BaseModel
+
+from flows import limits
+from flows.query import run_query
+from tasks.llm import LLMClient, LLMConfig
+from tests.support.openai_server import OpenAIServer
+
+
+@contextmanager
+def server_limit(name, limit, slot_decay_per_second=0.0):
+    """The limit exists on the session's server while the block runs (other tests share it)."""
+    with get_client(sync_client=True) as client:
+        client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(
+            name=name, limit=limit, slot_decay_per_second=slot_decay_per_second))
+    try:
+        yield
+    finally:
+        with get_client(sync_client=True) as client:
+            client.delete_global_concurrency_limit_by_name(name)
+
+
+def most_in_flight(data):
+    """The most candidates whose [start, end] intervals overlap, from the attempts table."""
+    _, rows = run_query(data, "select epoch(created_at) - total_s, epoch(created_at) "
+                              "from attempts")
+    events = sorted([(start, 1) for start, _ in rows] + [(end, -1) for _, end in rows])
+    now = most = 0
+    for _, step in events:  # an end sorts before a start at the same instant
+        now += step
+        most = max(most, now)
+    return most
+
+
+def test_sandbox_limit_bounds_the_candidates_in_flight(cli, tmp_path):
+    def run(folder):
+        proc = cli("run", "--tasks", 8, "--seed", 5, "--backend", "local", "--workers", 4,
+                   "--ecosystem", "files", "--data", tmp_path / folder)
+        assert proc.returncode == 0, proc.stderr
+        return most_in_flight(tmp_path / folder)
+
+    assert run("free") > 1  # four workers overlap when nothing limits them
+    with server_limit(limits.SANDBOX, 1):
+        assert run("limited") == 1
+
+
+class Reply(BaseModel):
+    n: int
+
+
+def test_llm_rate_limit_spaces_the_requests(prefect_api_url):
+    limits.recheck()  # this process may have asked about "llm" before it existed
+    stamps = []
+    with OpenAIServer() as srv, server_limit(limits.LLM, 1, slot_decay_per_second=2.0):
+        for _ in range(5):
+            srv.reply(lambda body: stamps.append(time.monotonic()) or {"n": 1})
+        client = LLMClient(LLMConfig(base_url=srv.base_url, model="m"), limits.llm_request)
+
+        @flow
+        def five_requests():
+            for i in range(5):
+                client.complete_json([{"role": "user", "content": f"q{i}"}], Reply, "test")
+
+        five_requests()
+        client.close()
+    assert len(stamps) == 5
+    # 2 slots/s free up: four waits of ~0.5 s; an unlimited client takes milliseconds
+    assert stamps[-1] - stamps[0] >= 4 * 0.5 * 0.8
