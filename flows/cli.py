@@ -7,6 +7,7 @@ Commands that run no flow never import Prefect or Docker.  Bad input ends with o
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import os
 import signal
 import sys
@@ -141,6 +142,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     resume = run_id is not None
     run_id = run_id or new_run_id()
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1`: where it is stuck
     try:
         summary = run_factory(settings, run_id=run_id, resume=resume, runner=args.runner,
                               address=args.address)

@@ -48,10 +48,17 @@ def _labelled(label):
                           capture_output=True, text=True, check=True).stdout.split()
 
 
+# Ctrl-C in a terminal reaches a process whose SIGINT is at its default.  A test suite
+# started as a background job of a shell without job control (`make test &` in a script)
+# has SIGINT ignored, and a child inherits that, so the CLI here first puts it back.
+CLI_WITH_CTRL_C = ("import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler);"
+                   " runpy.run_module('flows.cli', run_name='__main__')")
+
+
 @pytest.mark.docker
 def test_ctrl_c_leaves_no_container_behind(prefect_api_url, tmp_path):
     env = {**os.environ, "PREFECT_API_URL": prefect_api_url}
-    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", "--tasks", "200",
+    proc = subprocess.Popen([sys.executable, "-c", CLI_WITH_CTRL_C, "run", "--tasks", "200",
                              "--backend", "docker", "--data", str(tmp_path / "x")],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     mine = f"taskfactory.owner_pid={proc.pid}"
@@ -61,7 +68,14 @@ def test_ctrl_c_leaves_no_container_behind(prefect_api_url, tmp_path):
     assert _labelled(mine), "the run never started a sandbox"
     time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
+    try:
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)  # the CLI prints every thread's stack
+        time.sleep(2)
+        proc.kill()
+        pytest.fail("the run did not exit within 120 s of SIGINT; its threads:\n"
+                    + proc.communicate()[1][-8000:])
     assert proc.returncode == 130, err[-2000:]
     assert "interrupted" in err
     assert _labelled(mine) == []
