@@ -1,9 +1,11 @@
 """Server-wide limits: Prefect global concurrency limits shared by every run on a server.
 
-- ``sandbox``: slots for candidates in flight.  A candidate holds one from before its
-  first sandbox opens until its last one is closed, so the limit bounds what the Docker
+- ``sandbox``: slots for candidates in flight.  A candidate holds one for its whole run
+  (every sandbox it opens lives inside that), so the limit bounds what the Docker
   engines run at once over all runs, deployments and Dask workers that use the server
-  (``--workers`` bounds one run only).
+  (``--workers`` bounds one run only).  One slot per candidate, not per sandbox: a
+  candidate that rebuilds its image for a package opens the new sandbox before closing
+  the old one, and would wait forever for a second slot under a limit of 1.
 - ``llm``: a rate limit on requests to the LLM endpoint: a limit whose slots decay,
   ``slot_decay_per_second`` requests per second with bursts of up to ``limit``.
 
