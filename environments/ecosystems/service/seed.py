@@ -14,6 +14,7 @@ import functools
 import json
 import random
 import re
+import threading
 from pathlib import Path
 
 from faker import Faker
@@ -78,11 +79,19 @@ COMMENTS = [
 STATUS_WEIGHTS = {"open": 35, "in_progress": 25, "resolved": 20, "closed": 20}
 PRIORITY_WEIGHTS = {"low": 25, "medium": 40, "high": 25, "urgent": 10}
 
+_parse_lock = threading.Lock()
+
+
 @functools.cache
 def api_reference() -> str:
-    """The server's module docstring: the API as the service documents it."""
+    """The server's module docstring: the API as the service documents it.
+
+    Parsed under a lock: the AST converter of CPython 3.11.7 keeps its recursion counter
+    per interpreter, so two first calls from parallel candidates' threads can fail with
+    ``SystemError: AST constructor recursion depth mismatch`` (CPython issue 106905)."""
     source = (Path(__file__).parent / "server.py").read_text()
-    return ast.get_docstring(ast.parse(source)) or ""
+    with _parse_lock:
+        return ast.get_docstring(ast.parse(source)) or ""
 
 
 def _fill(template: str, fake: Faker, rng: random.Random, **extra: str) -> str:
