@@ -49,17 +49,18 @@ def test_stats_and_query_do_not_import_prefect_or_docker(data):
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stderr
 
 
-def test_query_skips_a_truncated_shard_with_one_warning(data):
+def test_query_skips_a_truncated_shard_with_one_warning_and_exit_3(data):
     manifest = load_manifest(data)
     bad = data / next(s.path for s in manifest.shards if s.table == "trajectories")
     bad.write_bytes(bad.read_bytes()[:1000])
     proc = run_cli("query", "select (select count(*) from tasks), "
                             "(select count(*) from trajectories)", "--data", data,
                    "--format", "csv")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 3, proc.stderr
     assert proc.stdout.splitlines()[1] == "6,0"
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("warning: skipping corrupt shard") and str(bad) in line
+    assert f"taskfactory repair --data {data}" in line
 
 
 def test_card_has_hf_configs_counts_and_png_plots(data):
@@ -107,8 +108,9 @@ def test_bad_resume_and_dataset_input(tmp_path, setup, args, needle):
 def test_run_refuses_a_dataset_another_process_is_writing(data):
     from tasks.manifest import open_for_writing
 
-    with open_for_writing(data):
-        proc = run_cli("run", "--data", data, "--backend", "local", "--tasks", 2)
+    with open_for_writing(data):  # (files: no warning that service cannot run on local)
+        proc = run_cli("run", "--data", data, "--backend", "local", "--tasks", 2,
+                       "--ecosystem", "files")
     assert proc.returncode == 2
     (line,) = proc.stderr.strip().splitlines()
     assert "another taskfactory process is writing to" in line

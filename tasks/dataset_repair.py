@@ -1,0 +1,234 @@
+"""Repairing a dataset folder: quarantine corrupt commits, rebuild a missing or older
+manifest from the shards' commit records, and say which candidates must run again.
+
+:func:`plan_repair` only reads; :func:`apply_repair` moves files into
+``<data>/_quarantine/<stamp>/`` (never deletes) and then saves the new manifest.
+
+- A listed commit with a missing, truncated or changed shard is quarantined whole (a
+  candidate's rows are never split); its candidates (the manifest's commit entry, else a
+  sibling's commit record, else the rows of an intact ``attempts`` shard) become
+  ``pending`` for their run.
+- When the manifest is missing, unreadable or older than the shards, unlisted commits are
+  adopted if complete: every shard its record names is on disk and matches the sha256 in
+  its name.  Newest first, a commit is adopted only if none of its candidates is in the
+  dataset already, so a killed writer's commit whose candidates were run again later is
+  not adopted twice.  Incomplete commits (a killed writer's) stay where they are, recorded
+  as ``abandoned``; an unlisted shard whose bytes do not match its name is quarantined
+  with its commit.
+- Candidates of a complete run that no kept commit holds are ``pending`` (run again by
+  ``taskfactory repair``); those of an unfinished run are left to ``run --resume``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from tasks.checksums import problems, sha256_file
+from tasks.commits import (
+    QUARANTINE,
+    CommitRecord,
+    ShardFile,
+    accounting_problem,
+    listed_groups,
+    read_record,
+    shard_files,
+    unaccounted,
+)
+from tasks.manifest import (
+    MANIFEST,
+    CommitEntry,
+    Manifest,
+    ShardEntry,
+    UnreadableManifest,
+    load_manifest,
+    save_manifest,
+)
+
+
+@dataclass
+class RepairPlan:
+    manifest: Manifest
+    """The manifest to save: what the dataset holds after the repair."""
+    quarantine: list[str] = field(default_factory=list)
+    """Relative paths to move into the quarantine folder."""
+    rebuilt: bool = False
+    adopted: int = 0
+    """Unlisted commits adopted into the rebuilt manifest."""
+    unfinished: dict[str, int] = field(default_factory=dict)
+    """Unfinished run -> candidates lost that its ``--resume`` will run again."""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def changes(self) -> bool:
+        return bool(self.quarantine or self.rebuilt or self.manifest.pending)
+
+
+def _candidates_of(data_dir: Path, group: list[ShardEntry], old: Manifest) -> list[str] | None:
+    """The candidates whose rows a listed commit holds, or None when nothing tells."""
+    numbers = {e.commit for e in group}
+    for c in old.commits:
+        if c.number in numbers:
+            return c.candidates
+    for e in group:
+        record = read_record(data_dir / e.path)
+        if record is not None:
+            return record.candidates
+    attempts = [e for e in group if e.table == "attempts"]
+    if attempts and not problems(data_dir, attempts):
+        return pq.read_table(data_dir / attempts[0].path,
+                             columns=["candidate_id"]).column(0).to_pylist()
+    return None
+
+
+def _complete(data_dir: Path, record: CommitRecord, files: list[ShardFile]) -> bool:
+    """Every shard the record names is on disk, and its bytes match its name."""
+    if {f.table: f.seq for f in files} != record.seqs or len(files) != len(record.seqs):
+        return False
+    return all(f.sha16 and sha256_file(data_dir / f.path)[:16] == f.sha16 for f in files)
+
+
+def _entry(data_dir: Path, f: ShardFile, number: int) -> ShardEntry:
+    path = data_dir / f.path
+    meta = pq.read_metadata(path)
+    version = (meta.schema.to_arrow_schema().metadata or {}).get(b"schema_version", b"1")
+    return ShardEntry(table=f.table, path=f.path, rows=meta.num_rows, sha256=sha256_file(path),
+                      run_id=f.run_id, bytes=path.stat().st_size,
+                      schema_version=int(version), commit=number)
+
+
+def _old_manifest(data_dir: Path, plan: RepairPlan) -> Manifest | None:
+    if not (data_dir / MANIFEST).exists():
+        plan.notes.append(f"no {MANIFEST}: rebuilding it from the shards' commit records")
+        return None
+    try:
+        return load_manifest(data_dir)
+    except UnreadableManifest as exc:
+        plan.quarantine.append(MANIFEST)
+        plan.notes.append(f"{exc}".split(";")[0] + ": quarantined, rebuilding it")
+        return None
+
+
+def plan_repair(data_dir: Path) -> RepairPlan:
+    """What a repair of ``data_dir`` does; reads only.  DatasetError for a newer dataset."""
+    plan = RepairPlan(Manifest())
+    old = _old_manifest(data_dir, plan)
+    base = old or Manifest()
+    new = plan.manifest
+    new.runs = {k: v.model_copy() for k, v in base.runs.items()}
+    new.abandoned = [p for p in base.abandoned if (data_dir / p).exists()]
+    lost: dict[str, set[str]] = defaultdict(set)
+    bad = problems(data_dir, base.shards)
+    for group in listed_groups(base):
+        if not any(e.path in bad for e in group):
+            new.shards += group
+            new.commits += [c for c in base.commits if c.number == group[0].commit]
+            continue
+        held = _candidates_of(data_dir, group, base)
+        for e in group:
+            if e.path in bad:
+                plan.notes.append(f"corrupt shard {e.path} ({bad[e.path]})")
+            if (data_dir / e.path).exists():
+                plan.quarantine.append(e.path)
+        if held is None:
+            plan.notes.append(f"commit of {group[0].path} names no candidates (written before "
+                              "format 3): `run --resume` or a same-seed run re-runs them")
+        lost[group[0].run_id].update(held or ())
+    files = unaccounted(data_dir, base)
+    plan.rebuilt = old is None or accounting_problem(data_dir, base, files) is not None
+    if plan.rebuilt:
+        _adopt(data_dir, plan, files, lost)
+    else:
+        new.abandoned += [f.path for f in files]
+    held = _held(data_dir, new)
+    for run_id, ids in sorted(lost.items()):
+        missing = sorted(ids - held)
+        entry = new.runs.get(run_id)
+        recorded = any(e.table == "runs" and e.run_id == run_id for e in new.shards)
+        if entry is None or (not missing and recorded):
+            continue
+        if entry.status == "complete":
+            new.pending[run_id] = missing
+        elif missing:
+            plan.unfinished[run_id] = len(missing)
+    for run_id, ids in base.pending.items():  # a repair that was interrupted
+        new.pending[run_id] = sorted(set(new.pending.get(run_id, [])) | set(ids))
+    return plan
+
+
+def _held(data_dir: Path, manifest: Manifest) -> set[str]:
+    """The candidates the manifest's commits hold (older commits: read from ``attempts``)."""
+    held = {c for commit in manifest.commits for c in commit.candidates}
+    for e in manifest.listed("attempts"):
+        if e.commit is None:
+            held.update(pq.read_table(data_dir / e.path, columns=["candidate_id"])
+                        .column(0).to_pylist())
+    return held
+
+
+def _adopt(data_dir: Path, plan: RepairPlan, files: list[ShardFile],
+           lost: dict[str, set[str]]) -> None:
+    """Adopt the complete unlisted commits into ``plan.manifest`` (newest first, none whose
+    candidates are held already); quarantine those with a shard that fails its name."""
+    new = plan.manifest
+    by_commit: dict[str, tuple[CommitRecord, list[ShardFile]]] = {}
+    for f in files:
+        record = None if f.temp else read_record(data_dir / f.path)
+        if record is None:
+            continue
+        key = record.model_dump_json()
+        by_commit.setdefault(key, (record, []))[1].append(f)
+    held = _held(data_dir, new)
+    adopted = []
+    for record, group in sorted(by_commit.values(), key=lambda rg: (rg[0].number,
+                                rg[0].written_at), reverse=True):
+        if not _complete(data_dir, record, group):
+            if any(f.sha16 and sha256_file(data_dir / f.path)[:16] != f.sha16 for f in group):
+                plan.notes.append(f"corrupt unlisted shard in the commit of {group[0].path}")
+                plan.quarantine += [f.path for f in group]
+            lost[record.run_id].update(record.candidates)
+            continue
+        if held & set(record.candidates):
+            continue
+        held |= set(record.candidates)
+        adopted.append((record, group))
+    for record, group in reversed(adopted):  # oldest first, numbered after the kept ones
+        number = new.next_commit()
+        order = {t: i for i, t in enumerate(record.seqs)}
+        new.shards += [_entry(data_dir, f, number) for f in sorted(group, key=lambda f:
+                                                                      order[f.table])]
+        new.commits.append(CommitEntry(number=number, run_id=record.run_id,
+                                       candidates=record.candidates))
+        if record.run is not None:
+            new.runs[record.run_id] = max(
+                [record.run, *([new.runs[record.run_id]] if record.run_id in new.runs else [])],
+                key=lambda r: (r.status == "complete", r.resumes, len(r.flow_run_ids)))
+    plan.adopted = len(adopted)
+    kept = {e.path for e in new.shards} | set(plan.quarantine)
+    new.abandoned = sorted(set(new.abandoned) | {f.path for f in files if f.path not in kept})
+    skipped = [f for f in files if not f.temp and f.sha16 is None]
+    if skipped:
+        plan.notes.append(f"{len(skipped)} unlisted shards written before format 3 carry no "
+                          "commit record and were not adopted (restore the manifest from a "
+                          "backup to use them)")
+
+
+def apply_repair(data_dir: Path, plan: RepairPlan, stamp: str) -> Path | None:
+    """Move the quarantined files into ``_quarantine/<stamp>/`` (same relative paths), then
+    save the new manifest; returns the quarantine folder (None when nothing moved)."""
+    folder = data_dir / QUARANTINE / stamp if plan.quarantine else None
+    for rel in plan.quarantine:
+        target = folder / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(data_dir / rel, target)
+    save_manifest(data_dir, plan.manifest)
+    return folder
+
+
+def existing_shards(data_dir: Path) -> int:
+    """Shard files in the table folders (for the report)."""
+    return sum(not f.temp for f in shard_files(data_dir))
