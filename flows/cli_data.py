@@ -1,7 +1,8 @@
 """The commands that read a dataset (query, stats, card) and the dataset checks of ``run``.
 
 None of them imports Prefect or Docker (``card`` imports matplotlib).  Every problem is a
-:class:`flows.usage.UsageError`: one line, exit code 2, nothing written.
+:class:`flows.usage.UsageError` or a :class:`tasks.manifest.DatasetError`: one line, exit
+code 2, nothing written.
 """
 
 from __future__ import annotations
@@ -33,16 +34,12 @@ def hold_for_run(data: Path) -> Iterator[None]:
     """Hold ``data``'s writer lock for a run, taken before Prefect starts and lent to the
     flow the run starts (which re-enters it), after the checks every writer makes: a
     dataset another process writes, or one that is corrupt or holds shards its manifest
-    cannot account for, is a UsageError before anything is written."""
-    from tasks.manifest import DatasetError, dataset_lock, open_for_writing
+    cannot account for, raises DatasetError before anything is written."""
+    from tasks.manifest import dataset_lock, open_for_writing
 
-    with contextlib.ExitStack() as stack:
-        try:
-            stack.enter_context(dataset_lock(data, lend=True))
-            with open_for_writing(data):
-                pass
-        except DatasetError as exc:
-            raise UsageError(str(exc)) from None
+    with dataset_lock(data, lend=True):
+        with open_for_writing(data):
+            pass
         yield
 
 
@@ -72,15 +69,12 @@ def resume_settings(args: argparse.Namespace):
 
 def _connect(args: argparse.Namespace):
     """DuckDB views over ``--data`` (every shard's sha256 checked; see
-    :func:`flows.query.connect`); a missing, unreadable or newer dataset is a UsageError."""
+    :func:`flows.query.connect`); UsageError when there is no dataset, DatasetError when
+    it is unreadable or newer."""
     from flows.query import connect
-    from tasks.manifest import DatasetError
 
     _require_dataset(args.data)
-    try:
-        return connect(args.data)
-    except DatasetError as exc:
-        raise UsageError(str(exc)) from None
+    return connect(args.data)
 
 
 def _require_dataset(data: Path) -> None:
@@ -93,14 +87,12 @@ def cmd_query(args: argparse.Namespace) -> int:
     import duckdb
 
     from flows.query import ReadOnlyError, format_rows, run_query
-    from tasks.manifest import DatasetError
 
     _require_dataset(args.data)
     try:
         columns, rows = run_query(args.data, args.sql)
-    except (DatasetError, ReadOnlyError) as exc:
-        raise UsageError(f"query: {exc}" if isinstance(exc, ReadOnlyError) else str(exc)
-                         ) from None
+    except ReadOnlyError as exc:
+        raise UsageError(f"query: {exc}") from None
     except duckdb.PermissionException as exc:
         raise UsageError(f"query refused: {str(exc).splitlines()[0]} (queries read the "
                          "dataset's tables and nothing else)") from None

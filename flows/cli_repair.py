@@ -43,44 +43,35 @@ def _require(data: Path) -> None:
 
 def cmd_repair(args: argparse.Namespace) -> int:
     from tasks.dataset_repair import apply_repair, existing_shards, plan_repair
-    from tasks.manifest import (
-        DatasetError,
-        dataset_lock,
-        load_manifest,
-        open_for_writing,
-        save_manifest,
-    )
+    from tasks.manifest import dataset_lock, load_manifest, open_for_writing, save_manifest
 
     data = args.data
     _require(data)
-    try:
-        with dataset_lock(data, lend=True):
-            plan = plan_repair(data)
-            for note in plan.notes:
-                print(f"  {note}")
-            if not plan.changes:
-                print(f"repair {data}: nothing to repair ({len(plan.manifest.shards)} shards "
-                      "listed, every sha256 verified)")
-                return 0
-            folder = apply_repair(data, plan, datetime.now(UTC).strftime("%Y%m%dT%H%M%S"))
-            if folder is not None:
-                print(f"quarantined {len(plan.quarantine)} files in {folder}/")
-            if plan.rebuilt:
-                print(f"rebuilt {data}/_manifest.json: {len(plan.manifest.shards)} shards of "
-                      f"{existing_shards(data)} on disk ({plan.adopted} unlisted commits "
-                      f"adopted, {len(plan.manifest.abandoned)} files left out as abandoned)")
-            for run_id, n in plan.unfinished.items():
-                print(f"run {run_id} is unfinished: `taskfactory run --resume {run_id} --data "
-                      f"{data}` runs its {n} lost candidates with the rest")
-            for run_id in list(plan.manifest.pending):
-                _rerun(data, run_id, plan.manifest.pending[run_id])
-                manifest = load_manifest(data)
-                manifest.pending.pop(run_id, None)
-                save_manifest(data, manifest)
-            with open_for_writing(data):  # every check a writer makes now passes
-                pass
-    except DatasetError as exc:
-        raise UsageError(str(exc)) from None
+    with dataset_lock(data, lend=True):
+        plan = plan_repair(data)
+        for note in plan.notes:
+            print(f"  {note}")
+        if not plan.changes:
+            print(f"repair {data}: nothing to repair ({len(plan.manifest.shards)} shards "
+                  "listed, every sha256 verified)")
+            return 0
+        folder = apply_repair(data, plan, datetime.now(UTC).strftime("%Y%m%dT%H%M%S"))
+        if folder is not None:
+            print(f"quarantined {len(plan.quarantine)} files in {folder}/")
+        if plan.rebuilt:
+            print(f"rebuilt {data}/_manifest.json: {len(plan.manifest.shards)} shards of "
+                  f"{existing_shards(data)} on disk ({plan.adopted} unlisted commits "
+                  f"adopted, {len(plan.manifest.abandoned)} files left out as abandoned)")
+        for run_id, n in plan.unfinished.items():
+            print(f"run {run_id} is unfinished: `taskfactory run --resume {run_id} --data "
+                  f"{data}` runs its {n} lost candidates with the rest")
+        for run_id in list(plan.manifest.pending):
+            _rerun(data, run_id, plan.manifest.pending[run_id])
+            manifest = load_manifest(data)
+            manifest.pending.pop(run_id, None)
+            save_manifest(data, manifest)
+        with open_for_writing(data):  # every check a writer makes now passes
+            pass
     print(f"repair {data}: done; the dataset is consistent "
           f"({len(load_manifest(data).shards)} shards listed, every sha256 verified)")
     return 0
@@ -116,7 +107,7 @@ def _rerun(data: Path, run_id: str, ids: list[str]) -> None:
 
 
 def cmd_vacuum(args: argparse.Namespace) -> int:
-    from tasks.manifest import DatasetError, open_for_writing, save_manifest
+    from tasks.manifest import open_for_writing, save_manifest
     from tasks.vacuum import delete, parse_duration, to_delete
 
     try:
@@ -124,18 +115,14 @@ def cmd_vacuum(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(f"--older-than: {exc}") from None
     _require(args.data)
-    try:
-        with open_for_writing(args.data) as manifest:
-            doomed = to_delete(args.data, manifest, seconds, args.quarantine)
-            verb = "would delete" if args.dry_run else "deleting"
-            for d in doomed:
-                print(f"{verb} {d.path} ({d.why}, {d.bytes} bytes, "
-                      f"{d.age_s / 3600:.1f} h old)")
-            if doomed and not args.dry_run:
-                delete(args.data, manifest, doomed)
-                save_manifest(args.data, manifest)
-    except DatasetError as exc:
-        raise UsageError(str(exc)) from None
+    with open_for_writing(args.data) as manifest:
+        doomed = to_delete(args.data, manifest, seconds, args.quarantine)
+        verb = "would delete" if args.dry_run else "deleting"
+        for d in doomed:
+            print(f"{verb} {d.path} ({d.why}, {d.bytes} bytes, {d.age_s / 3600:.1f} h old)")
+        if doomed and not args.dry_run:
+            delete(args.data, manifest, doomed)
+            save_manifest(args.data, manifest)
     total = sum(d.bytes for d in doomed)
     print(f"vacuum {args.data}: {len(doomed)} files ({total} bytes) older than "
           f"{args.older_than} {'would be deleted (--dry-run)' if args.dry_run else 'deleted'}")
