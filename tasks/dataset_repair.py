@@ -123,10 +123,11 @@ def plan_repair(data_dir: Path) -> RepairPlan:
     new.abandoned = [p for p in base.abandoned if (data_dir / p).exists()]
     lost: dict[str, set[str]] = defaultdict(set)
     bad = problems(data_dir, base.shards)
+    commits = {c.number: c for c in base.commits}
     for group in listed_groups(base):
         if not any(e.path in bad for e in group):
             new.shards += group
-            new.commits += [c for c in base.commits if c.number == group[0].commit]
+            new.commits += [commits[group[0].commit]] if group[0].commit in commits else []
             continue
         held = _candidates_of(data_dir, group, base)
         for e in group:
@@ -135,8 +136,9 @@ def plan_repair(data_dir: Path) -> RepairPlan:
             if (data_dir / e.path).exists():
                 plan.quarantine.append(e.path)
         if held is None:
-            plan.notes.append(f"commit of {group[0].path} names no candidates (written before "
-                              "format 3): `run --resume` or a same-seed run re-runs them")
+            plan.notes.append(f"the commit of {group[0].path} names no candidates (written "
+                              "before format 3): a run with the same seed and settings runs "
+                              "them again")
         lost[group[0].run_id].update(held or ())
     files = unaccounted(data_dir, base)
     plan.rebuilt = old is None or accounting_problem(data_dir, base, files) is not None
