@@ -118,10 +118,13 @@ def _depth_weights(args: argparse.Namespace) -> dict[int, float]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from tasks.manifest import LOCK, dataset_lock
+
     _check_runner(args)
-    _fail_fast_if_busy(args.data)
-    run_id, settings = resume_settings(args) if args.resume else (None, _settings(args))
     with contextlib.ExitStack() as hold:
+        if (args.data / LOCK).is_file():  # an existing dataset: lock it before anything else
+            hold.enter_context(dataset_lock(args.data, lend=True))
+        run_id, settings = resume_settings(args) if args.resume else (None, _settings(args))
         return _run(args, run_id, settings, hold)
 
 
@@ -146,7 +149,7 @@ def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
         print(f"warning: {message}", file=sys.stderr)
 
     settings = settings.runnable_on(backend, left_out)
-    hold.enter_context(hold_for_run(settings.data))  # before Prefect: a busy dataset fails fast
+    hold.enter_context(hold_for_run(settings.data))  # before Prefect starts
     _quiet_prefect()
     if not os.environ.get("PREFECT_API_URL"):
         print("prefect: no PREFECT_API_URL set, starting a temporary local API server "
@@ -191,17 +194,6 @@ def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
           f"card: {settings.data}/README.md)")
     print(f'try: taskfactory query "{EXAMPLE_QUERY}" --data {settings.data}')
     return 0
-
-
-def _fail_fast_if_busy(data: Path) -> None:
-    """UsageError at once when another process writes ``data`` (creates nothing); the lock
-    itself is taken once the input is checked (:func:`flows.cli_data.hold_for_run`)."""
-    from tasks.manifest import DatasetError, check_unlocked
-
-    try:
-        check_unlocked(data)
-    except DatasetError as exc:
-        raise UsageError(str(exc)) from None
 
 
 def _share(part: int, whole: int) -> str:

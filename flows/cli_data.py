@@ -31,13 +31,15 @@ def dataset_manifest(data: Path):
 
 @contextlib.contextmanager
 def hold_for_run(data: Path) -> Iterator[None]:
-    """Hold ``data``'s writer lock for a run, taken before Prefect starts and lent to the
-    flow the run starts (which re-enters it), after the checks every writer makes: a
-    dataset another process writes, or one that is corrupt or holds shards its manifest
-    cannot account for, raises DatasetError before anything is written."""
-    from tasks.manifest import dataset_lock, open_for_writing
+    """Hold ``data``'s writer lock for a run (unless this process holds it already), lent
+    to the flow the run starts (which re-enters it), and make the checks every writer
+    makes: a dataset another process writes, or one that is corrupt or holds shards its
+    manifest cannot account for, raises DatasetError before anything is written."""
+    from tasks.manifest import dataset_lock, holds, open_for_writing
 
-    with dataset_lock(data, lend=True):
+    with contextlib.ExitStack() as stack:
+        if not holds(data):
+            stack.enter_context(dataset_lock(data, lend=True))
         with open_for_writing(data):
             pass
         yield

@@ -245,13 +245,7 @@ def open_for_writing(data_dir: Path, warn: Callable[[str], object] = lambda _: N
         yield manifest
 
 
-def check_unlocked(data_dir: Path) -> None:
-    """Raise DatasetError when a live process holds ``data_dir``'s lock (creates nothing)."""
+def holds(data_dir: Path) -> bool:
+    """Whether this process holds ``data_dir``'s writer lock."""
     with _registry:
-        if data_dir.resolve() in _held:  # opening and closing would drop our own lock
-            raise _lock_busy(data_dir)
-    if not (data_dir / LOCK).is_file():
-        return
-    with open(data_dir / LOCK, "a") as lock:
-        _try_lock(lock, data_dir)
-        fcntl.lockf(lock, fcntl.LOCK_UN)
+        return data_dir.resolve() in _held
