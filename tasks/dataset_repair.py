@@ -9,14 +9,16 @@ manifest from the shards' commit records, and say which candidates must run agai
   sibling's commit record, else the rows of an intact ``attempts`` shard) become
   ``pending`` for their run.
 - When the manifest is missing, unreadable or older than the shards, unlisted commits are
-  adopted if complete: every shard its record names is on disk and matches the sha256 in
-  its name.  Newest first, a commit is adopted only if none of its candidates is in the
-  dataset already, so a killed writer's commit whose candidates were run again later is
-  not adopted twice.  Incomplete commits (a killed writer's) stay where they are, recorded
-  as ``abandoned``; an unlisted shard whose bytes do not match its name is quarantined
-  with its commit.
-- Candidates of a complete run that no kept commit holds are ``pending`` (run again by
-  ``taskfactory repair``); those of an unfinished run are left to ``run --resume``.
+  adopted if complete (every shard its record names is on disk and matches the sha256 in
+  its name) and the latest written of their commit number: a killed writer's commit
+  shares its number with the commit written after it, so it is never adopted alongside
+  the one that ran its candidates again.  Incomplete commits (a killed writer's) stay
+  where they are, recorded as ``abandoned``; an unlisted shard whose bytes do not match
+  its name is quarantined with its commit.
+- The candidates of quarantined commits, and those of unadopted commits that no kept
+  commit holds, are ``pending`` for a complete run (run again by ``taskfactory repair``;
+  the flow skips any that its own rule finds held); those of an unfinished run are left
+  to ``run --resume``.
 """
 
 from __future__ import annotations
@@ -142,13 +144,16 @@ def plan_repair(data_dir: Path) -> RepairPlan:
         lost[group[0].run_id].update(held or ())
     files = unaccounted(data_dir, base)
     plan.rebuilt = old is None or accounting_problem(data_dir, base, files) is not None
+    unadopted: dict[str, set[str]] = defaultdict(set)
     if plan.rebuilt:
-        _adopt(data_dir, plan, files, lost)
+        _adopt(data_dir, plan, files, unadopted)
     else:
         new.abandoned += [f.path for f in files]
     held = _held(data_dir, new)
-    for run_id, ids in sorted(lost.items()):
-        missing = sorted(ids - held)
+    for run_id in sorted(set(lost) | set(unadopted)):
+        # the flow skips what is held again (its own rule); unadopted commits' candidates
+        # are often held already: run again by the writer after the one killed
+        missing = sorted(lost[run_id] | (unadopted[run_id] - held))
         entry = new.runs.get(run_id)
         recorded = any(e.table == "runs" and e.run_id == run_id for e in new.shards)
         if entry is None or (not missing and recorded):
@@ -174,42 +179,44 @@ def _held(data_dir: Path, manifest: Manifest) -> set[str]:
 
 def _adopt(data_dir: Path, plan: RepairPlan, files: list[ShardFile],
            lost: dict[str, set[str]]) -> None:
-    """Adopt the complete unlisted commits into ``plan.manifest`` (newest first, none whose
-    candidates are held already); quarantine those with a shard that fails its name."""
+    """Adopt the complete unlisted commits into ``plan.manifest``.
+
+    A manifest lists each commit number once, and a killed writer's commit shares its
+    number with the next writer's first commit (written after it), so per number only
+    the latest-written record can have been committed: earlier ones, and any number the
+    manifest lists already, stay abandoned.  A latest one that is incomplete is not
+    adopted (its candidates go to ``lost``); one with a shard whose bytes do not match
+    its name is quarantined as well."""
     new = plan.manifest
-    by_commit: dict[str, tuple[CommitRecord, list[ShardFile]]] = {}
+    commits: dict[str, tuple[CommitRecord, list[ShardFile]]] = {}
     for f in files:
         record = None if f.temp else read_record(data_dir / f.path)
-        if record is None:
-            continue
-        key = record.model_dump_json()
-        by_commit.setdefault(key, (record, []))[1].append(f)
-    held = _held(data_dir, new)
-    adopted = []
-    for record, group in sorted(by_commit.values(), key=lambda rg: (rg[0].number,
-                                rg[0].written_at), reverse=True):
+        if record is not None:
+            commits.setdefault(record.model_dump_json(), (record, []))[1].append(f)
+    listed = {c.number for c in new.commits}
+    latest: dict[int, tuple[CommitRecord, list[ShardFile]]] = {}
+    for record, group in commits.values():
+        now = latest.get(record.number)
+        if record.number not in listed and (now is None or record.written_at > now[0].written_at):
+            latest[record.number] = (record, group)
+    for number in sorted(latest):
+        record, group = latest[number]
         if not _complete(data_dir, record, group):
             if any(f.sha16 and sha256_file(data_dir / f.path)[:16] != f.sha16 for f in group):
                 plan.notes.append(f"corrupt unlisted shard in the commit of {group[0].path}")
                 plan.quarantine += [f.path for f in group]
             lost[record.run_id].update(record.candidates)
             continue
-        if held & set(record.candidates):
-            continue
-        held |= set(record.candidates)
-        adopted.append((record, group))
-    for record, group in reversed(adopted):  # oldest first, numbered after the kept ones
-        number = new.next_commit()
         order = {t: i for i, t in enumerate(record.seqs)}
-        new.shards += [_entry(data_dir, f, number) for f in sorted(group, key=lambda f:
-                                                                      order[f.table])]
+        new.shards += [_entry(data_dir, f, number)
+                       for f in sorted(group, key=lambda f: order[f.table])]
         new.commits.append(CommitEntry(number=number, run_id=record.run_id,
                                        candidates=record.candidates))
         if record.run is not None:
-            new.runs[record.run_id] = max(
-                [record.run, *([new.runs[record.run_id]] if record.run_id in new.runs else [])],
-                key=lambda r: (r.status == "complete", r.resumes, len(r.flow_run_ids)))
-    plan.adopted = len(adopted)
+            known = [new.runs[record.run_id]] if record.run_id in new.runs else []
+            new.runs[record.run_id] = max([record.run, *known], key=lambda r: (
+                r.status == "complete", r.resumes, len(r.flow_run_ids)))
+        plan.adopted += 1
     kept = {e.path for e in new.shards} | set(plan.quarantine)
     new.abandoned = sorted(set(new.abandoned) | {f.path for f in files if f.path not in kept})
     skipped = [f for f in files if not f.temp and f.sha16 is None]
