@@ -105,8 +105,10 @@ def _entry(data_dir: Path, f: ShardFile, number: int) -> ShardEntry:
 
 def _old_manifest(data_dir: Path, plan: RepairPlan) -> Manifest | None:
     if not (data_dir / MANIFEST).exists():
-        plan.notes.append(f"no {MANIFEST}: rebuilding it from the shards' commit records")
-        return None
+        if shard_files(data_dir):
+            plan.notes.append(f"no {MANIFEST}: rebuilding it from the shards' commit records")
+            return None
+        return Manifest()  # an empty folder: nothing to rebuild
     try:
         return load_manifest(data_dir)
     except UnreadableManifest as exc:

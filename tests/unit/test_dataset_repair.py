@@ -292,3 +292,9 @@ def test_repair_of_an_intact_dataset_changes_nothing(tmp_path, capsys):
     assert "nothing to repair" in capsys.readouterr().out
     assert files(data) == before
     assert json.loads((data / MANIFEST).read_text())["format"] == 3
+
+
+def test_repair_of_an_empty_folder_writes_nothing(tmp_path, capsys):
+    assert main(["repair", "--data", str(tmp_path)]) == 0
+    assert "nothing to repair" in capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".lock"]
