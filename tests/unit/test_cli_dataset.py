@@ -108,9 +108,8 @@ def test_bad_resume_and_dataset_input(tmp_path, setup, args, needle):
 def test_run_refuses_a_dataset_another_process_is_writing(data):
     from tasks.manifest import open_for_writing
 
-    with open_for_writing(data):  # (files: no warning that service cannot run on local)
-        proc = run_cli("run", "--data", data, "--backend", "local", "--tasks", 2,
-                       "--ecosystem", "files")
+    with open_for_writing(data):
+        proc = run_cli("run", "--data", data, "--backend", "local", "--tasks", 2)
     assert proc.returncode == 2
     (line,) = proc.stderr.strip().splitlines()
     assert "another taskfactory process is writing to" in line
