@@ -1,5 +1,7 @@
 """The ``taskfactory`` command line: run, plan, query, stats, card, export, check-harbor, serve.
 
+``repair`` and ``vacuum`` (:mod:`flows.cli_repair`) mend a dataset folder.
+
 Commands that run no flow never import Prefect or Docker.  Bad input ends with one line
 ``taskfactory: error: ...`` on stderr and exit code 2, before anything is written.
 """
@@ -7,16 +9,26 @@ Commands that run no flow never import Prefect or Docker.  Bad input ends with o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import faulthandler
 import os
 import signal
 import sys
 from pathlib import Path
 
-from flows.cli_data import cmd_card, cmd_query, cmd_stats, dataset_manifest, resume_settings
+from flows.cli_data import (
+    cmd_card,
+    cmd_query,
+    cmd_stats,
+    dataset_manifest,
+    hold_for_run,
+    resume_settings,
+)
 from flows.usage import UsageError
 
 EXIT_USAGE = 2
+EXIT_CORRUPT = 3
+"""The command answered from the intact shards only: corrupt ones were left out."""
 EXAMPLE_QUERY = ("select ecosystem, avg((status = 'accepted')::int) as yield, "
                  "avg((status = 'accepted' and len(repairs) = 0)::int) as yield_without_repair "
                  "from attempts group by ecosystem")
@@ -106,15 +118,21 @@ def _depth_weights(args: argparse.Namespace) -> dict[int, float]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    _check_runner(args)
-    from environments.config import docker_available
-    from tasks.manifest import DatasetError, check_unlocked
+    from tasks.manifest import LOCK, dataset_lock
 
-    run_id, settings = resume_settings(args) if args.resume else (None, _settings(args))
-    try:
-        check_unlocked(settings.data)
-    except DatasetError as exc:
-        raise UsageError(str(exc)) from None
+    _check_runner(args)
+    with contextlib.ExitStack() as hold:
+        if (args.data / LOCK).is_file():  # an existing dataset: lock it before anything else
+            hold.enter_context(dataset_lock(args.data, lend=True))
+        run_id, settings = resume_settings(args) if args.resume else (None, _settings(args))
+        return _run(args, run_id, settings, hold)
+
+
+def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
+         hold: contextlib.ExitStack) -> int:
+    """The run, once its input is checked; ``hold`` keeps the dataset lock until it ends."""
+    from environments.config import docker_available
+    from tasks.manifest import DatasetError
 
     backend = settings.backend
     if backend != "local" and not docker_available():
@@ -131,6 +149,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"warning: {message}", file=sys.stderr)
 
     settings = settings.runnable_on(backend, left_out)
+    hold.enter_context(hold_for_run(settings.data))  # before Prefect starts
     _quiet_prefect()
     if not os.environ.get("PREFECT_API_URL"):
         print("prefect: no PREFECT_API_URL set, starting a temporary local API server "
@@ -266,7 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("sql")
     query.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
     query.add_argument("--verify", action="store_true",
-                       help="also check every shard's sha256 (sizes are always checked)")
+                       help="accepted for old scripts; does nothing: every shard's sha256 is "
+                            "always checked")
     query.add_argument("--format", choices=["table", "csv", "json"], default="table")
     query.set_defaults(func=cmd_query)
     stats = sub.add_parser("stats", help="yield, rejections, repairs, distributions and "
@@ -300,10 +320,12 @@ def build_parser() -> argparse.ArgumentParser:
     sft.add_argument("--data", type=Path, default=Path("data"))
     sft.set_defaults(func=cmd_export_sft)
     from flows.check_harbor import add_check_parser
+    from flows.cli_repair import add_repair_parsers
     from flows.export_harbor import add_export_parser
 
     add_export_parser(targets)
     add_check_parser(sub)
+    add_repair_parsers(sub)
     serve = sub.add_parser("serve", help="serve the flow on a cron schedule")
     _run_options(serve)
     serve.set_defaults(resume=None)
@@ -314,10 +336,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; its exit code, or :data:`EXIT_CORRUPT` when it succeeded but had to
+    leave corrupt shards out (each was named on stderr with the repair command)."""
+    from tasks.checksums import take_excluded
+    from tasks.manifest import DatasetError
+
+    take_excluded()
     try:
         args = build_parser().parse_args(argv)
-        return args.func(args)
-    except UsageError as exc:
+        code = args.func(args)
+        return EXIT_CORRUPT if code == 0 and take_excluded() else code
+    except (UsageError, DatasetError) as exc:
         print(f"taskfactory: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # the reader went away (e.g. `| head`): not an error

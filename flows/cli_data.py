@@ -1,12 +1,15 @@
 """The commands that read a dataset (query, stats, card) and the dataset checks of ``run``.
 
 None of them imports Prefect or Docker (``card`` imports matplotlib).  Every problem is a
-:class:`flows.usage.UsageError`: one line, exit code 2, nothing written.
+:class:`flows.usage.UsageError` or a :class:`tasks.manifest.DatasetError`: one line, exit
+code 2, nothing written.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from flows.usage import UsageError
@@ -24,6 +27,22 @@ def dataset_manifest(data: Path):
         return load_manifest(data)
     except DatasetError as exc:
         raise UsageError(str(exc)) from None
+
+
+@contextlib.contextmanager
+def hold_for_run(data: Path) -> Iterator[None]:
+    """Hold ``data``'s writer lock for a run (unless this process holds it already), lent
+    to the flow the run starts (which re-enters it), and make the checks every writer
+    makes: a dataset another process writes, or one that is corrupt or holds shards its
+    manifest cannot account for, raises DatasetError before anything is written."""
+    from tasks.manifest import dataset_lock, holds, open_for_writing
+
+    with contextlib.ExitStack() as stack:
+        if not holds(data):
+            stack.enter_context(dataset_lock(data, lend=True))
+        with open_for_writing(data):
+            pass
+        yield
 
 
 def resume_settings(args: argparse.Namespace):
@@ -50,38 +69,37 @@ def resume_settings(args: argparse.Namespace):
          "shard_rows": args.shard_rows or recorded["shard_rows"]})
 
 
-def _connect(args: argparse.Namespace, checksum: bool):
-    """DuckDB views over ``--data``; a missing or newer dataset is a UsageError.
-
-    Shard sizes are always checked against the manifest (a ``stat`` each: catches
-    truncated and missing files); ``checksum`` also hashes every shard (catches any
-    change, at the cost of reading the whole dataset once)."""
+def _connect(args: argparse.Namespace):
+    """DuckDB views over ``--data`` (every shard's sha256 checked; see
+    :func:`flows.query.connect`); UsageError when there is no dataset, DatasetError when
+    it is unreadable or newer."""
     from flows.query import connect
-    from tasks.manifest import DatasetError
 
-    if not args.data.is_dir():
-        raise UsageError(f"no dataset at {args.data}; create one with "
-                         f"`taskfactory run --data {args.data}`")
-    try:
-        return connect(args.data, checksum=checksum)
-    except DatasetError as exc:
-        raise UsageError(str(exc)) from None
+    _require_dataset(args.data)
+    return connect(args.data)
+
+
+def _require_dataset(data: Path) -> None:
+    if not data.is_dir():
+        raise UsageError(f"no dataset at {data}; create one with "
+                         f"`taskfactory run --data {data}`")
 
 
 def cmd_query(args: argparse.Namespace) -> int:
     import duckdb
 
-    from flows.query import format_rows
+    from flows.query import ReadOnlyError, format_rows, run_query
 
-    con = _connect(args, checksum=args.verify)
+    _require_dataset(args.data)
     try:
-        cur = con.execute(args.sql)
-        columns = [d[0] for d in cur.description] if cur.description else []
-        rows = cur.fetchall()
+        columns, rows = run_query(args.data, args.sql)
+    except ReadOnlyError as exc:
+        raise UsageError(f"query: {exc}") from None
+    except duckdb.PermissionException as exc:
+        raise UsageError(f"query refused: {str(exc).splitlines()[0]} (queries read the "
+                         "dataset's tables and nothing else)") from None
     except duckdb.Error as exc:
         raise UsageError(f"query failed: {str(exc).splitlines()[0]}") from None
-    finally:
-        con.close()
     print(format_rows(columns, rows, args.format))
     return 0
 
@@ -90,7 +108,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from flows.stats import report
     from flows.stats_instructions import instruction_stats
 
-    con = _connect(args, checksum=True)
+    con = _connect(args)
     try:
         if args.format == "json":
             print(instruction_stats(con).model_dump_json(indent=2))
@@ -103,11 +121,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 def cmd_card(args: argparse.Namespace) -> int:
     from flows.card import write_card
-    from tasks.manifest import DatasetError, open_for_writing
+    from tasks.manifest import DatasetError, dataset_lock
 
-    con = _connect(args, checksum=True)
+    con = _connect(args)
     try:
-        with open_for_writing(args.data):
+        with dataset_lock(args.data):
             path = write_card(args.data, con)
     except DatasetError as exc:
         raise UsageError(str(exc)) from None

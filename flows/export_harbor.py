@@ -49,7 +49,7 @@ def load_rows(data: Path, where: str | None = None) -> list:
     """The accepted tasks in ``data`` matching ``where``, one per task id."""
     import duckdb
 
-    from flows.query import connect
+    from flows.query import ReadOnlyError, check_read_only, connect
     from schemas.records import TaskRow
 
     if not data.is_dir():
@@ -64,12 +64,14 @@ def load_rows(data: Path, where: str | None = None) -> list:
             raise UsageError(f"the tasks table in {data} lacks {', '.join(missing)}; "
                              "it was written by an older taskfactory: regenerate it")
         columns = ", ".join(f'"{f}"' for f in fields if f in have)
-        sql = f"select {columns} from tasks" + (f" where {where}" if where else "")
+        sql = (f"select {columns} from tasks" + (f" where {where}" if where else "")
+               + " order by ecosystem, task_id")
         try:
-            cur = con.execute(sql + " order by ecosystem, task_id")
+            check_read_only(con, sql)
+            cur = con.execute(sql)
             names = [d[0] for d in cur.description]
             records = [dict(zip(names, values, strict=True)) for values in cur.fetchall()]
-        except duckdb.Error as exc:
+        except (duckdb.Error, ReadOnlyError) as exc:
             raise UsageError(f"--where: query failed: {str(exc).splitlines()[0]}") from None
     finally:
         con.close()

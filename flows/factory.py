@@ -154,11 +154,12 @@ def in_order(todo: Iterable[Candidate], submit: Callable[[Candidate], PrefectFut
 
 
 @flow(name="taskfactory", log_prints=True, persist_result=False, task_runner=runner_from_env())
-def factory(settings: RunSettings, run_id: str | None = None, resume: bool = False
-            ) -> RunSummary:
+def factory(settings: RunSettings, run_id: str | None = None, resume: bool = False,
+            only: list[str] | None = None) -> RunSummary:
     """Generate tasks into ``settings.data``; returns the run summary.
 
-    ``resume`` continues the unfinished run ``run_id`` (see :mod:`flows.runs`)."""
+    ``resume`` continues the unfinished run ``run_id`` (see :mod:`flows.runs`); with
+    ``only`` (``taskfactory repair``) it re-runs just those candidates of run ``run_id``."""
     logger = get_run_logger()
     t0 = time.perf_counter()
     run_id = run_id or new_run_id()
@@ -177,15 +178,13 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
         max_repairs=settings.max_repairs, instruction_style=settings.instruction_style, llm=llm,
         dedup=index.policy)
     data = settings.data
-    with open_for_writing(data) as (manifest, orphans):
-        if orphans:
-            logger.warning("removed %d uncommitted files of an interrupted writer", len(orphans))
-        con = connect(data, checksum=True, warn=logger.warning)
+    with open_for_writing(data, warn=logger.warning) as manifest:
+        con = connect(data, warn=logger.warning)
         held = runs.held_candidates(con, chash)
         index.add_all(runs.indexed_tasks(con))
         con.close()
         plan, replanned = plan_run(settings)
-        todo, planned = plan.without(held), len(plan)
+        todo, planned = plan.without(held, keep=only), len(plan)
         del plan  # only the candidates still to run are kept
         logger.info("run %s: %d candidates of %s on the %s backend, %d already in the "
                     "dataset, flow run %s", run_id, planned, ", ".join(refs),
@@ -194,7 +193,7 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
             return _summary(settings, run_id, base.type, planned, chash, replanned,
                             False, t0, 0.0, runs.RunTally())
         entry = runs.begin(manifest, run_id, settings.model_dump(mode="json"), chash,
-                           flow_run.get_id())
+                           flow_run.get_id(), repair=only is not None)
         save_manifest(data, manifest)
         identity = RunIdentity(run_id=run_id, flow_run_id=flow_run.get_id(), config_hash=chash,
                                llm_model=llm[0], llm_params=llm[1])
@@ -225,10 +224,10 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
         finally:
             progress.close()
             close_run(run_id)
-        con = connect(data, checksum=False, warn=logger.warning)
+        con = connect(data, warn=logger.warning)
         tally = runs.tally(con, run_id)
         entry.status = "complete"  # committed with the runs row, in one manifest update
-        writer.add_group([("runs", RunRow(
+        writer.add_group(runs.unless_recorded(con, run_id, [("runs", RunRow(
             run_id=run_id, flow_run_id=flow_run.get_id(), config_hash=chash,
             settings_json=json.dumps({**settings.model_dump(mode="json"), "images": images}),
             generator_version=generator_version(), status="complete",
@@ -236,7 +235,7 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
             resumes=entry.resumes, candidates=planned,
             skipped=planned - tally.attempts, accepted=tally.accepted,
             rejected=tally.attempts - tally.accepted, duplicates=tally.duplicates,
-            provenance=identity.provenance(seed=settings.seed, image_id=None)))])
+            provenance=identity.provenance(seed=settings.seed, image_id=None)))]))
         writer.commit()
         if not any(e.status == "running" for e in manifest.runs.values()):
             shutil.rmtree(data / RESULTS, ignore_errors=True)  # nothing left to resume
@@ -260,11 +259,9 @@ def _publish_report(data: Path, run_id: str, logger: logging.Logger) -> None:
     from flows.card import write_card
     from flows.stats import report
 
-    con = connect(data, checksum=False, warn=logger.warning)
     # The report reads the whole dataset: one thread (the report is Python-bound anyway)
     # and a memory limit keep its peak flat in the dataset's size.
-    con.execute("SET threads = 1")
-    con.execute("SET memory_limit = '256MB'")
+    con = connect(data, warn=logger.warning, settings={"threads": 1, "memory_limit": "256MB"})
     try:
         markdown = report(con)
         write_card(data, con, markdown)
@@ -301,9 +298,11 @@ def _summary(settings: RunSettings, run_id: str, backend: str, candidates: int, 
 
 
 def run_factory(settings: RunSettings, run_id: str | None = None, resume: bool = False,
-                runner: str = "threads", address: str | None = None) -> RunSummary:
+                runner: str = "threads", address: str | None = None,
+                only: list[str] | None = None) -> RunSummary:
     """Run the flow on ``runner`` (a thread pool sized for I/O-bound sandbox work, or a
     Dask cluster at ``address``; see flows/runners.py)."""
     logging.getLogger("prefect").setLevel(logging.WARNING)
     task_runner = make_task_runner(runner, settings.workers, address)
-    return factory.with_options(task_runner=task_runner)(settings, run_id=run_id, resume=resume)
+    return factory.with_options(task_runner=task_runner)(settings, run_id=run_id, resume=resume,
+                                                         only=only)

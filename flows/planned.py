@@ -32,11 +32,13 @@ class PlannedCandidates:
     def __iter__(self) -> Iterator[Candidate]:
         return (Candidate.model_validate_json(blob) for blob in self._json)
 
-    def without(self, ids: set[str]) -> PlannedCandidates:
-        """The candidates whose id is not in ``ids``, still encoded."""
+    def without(self, ids: set[str], keep: Iterable[str] | None = None) -> PlannedCandidates:
+        """The candidates whose id is not in ``ids`` (and is in ``keep``, unless that is
+        None), still encoded."""
+        kept = None if keep is None else set(keep)
         out = PlannedCandidates()
         for cid, blob in zip(self._ids, self._json, strict=True):
-            if cid not in ids:
+            if cid not in ids and (kept is None or cid in kept):
                 out._ids.append(cid)
                 out._json.append(blob)
         return out

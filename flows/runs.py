@@ -15,6 +15,9 @@ Semantics (also in the README, "Resuming and rerunning"):
   twice.
 - A run with nothing left to do writes nothing (not even a ``runs`` row): a repeated run
   adds zero rows.
+- ``taskfactory repair`` re-runs the candidates of a complete run that it quarantined:
+  not counted as a resume, and the run keeps the ``runs`` row it has (one is written
+  only if that row was quarantined too).
 """
 
 from __future__ import annotations
@@ -48,8 +51,9 @@ def resumable(manifest: Manifest, data: str, run_id: str | None = None) -> str:
 
 
 def begin(manifest: Manifest, run_id: str, settings: dict, config_hash: str,
-          flow_run_id: str | None) -> RunEntry:
-    """The manifest entry of ``run_id``, created or (on resume) counted as resumed."""
+          flow_run_id: str | None, repair: bool = False) -> RunEntry:
+    """The manifest entry of ``run_id``, created or (on resume, not on ``repair``) counted
+    as resumed."""
     entry = manifest.runs.get(run_id)
     if entry is None:
         entry = RunEntry(config_hash=config_hash, settings=settings,
@@ -60,10 +64,18 @@ def begin(manifest: Manifest, run_id: str, settings: dict, config_hash: str,
             raise DatasetError(f"run {run_id} was recorded with config hash "
                                f"{entry.config_hash}, now {config_hash} (the code, an "
                                "ecosystem or an image changed); start a new run instead")
-        entry.resumes += 1
+        entry.resumes += not repair
     if flow_run_id:
         entry.flow_run_ids.append(flow_run_id)
     return entry
+
+
+def unless_recorded(con: duckdb.DuckDBPyConnection, run_id: str, group: list) -> list:
+    """``group`` (the run's ``runs`` row), or nothing when the dataset already has a
+    ``runs`` row of ``run_id``: a repair re-runs candidates of a complete run, whose row
+    stays the one it has."""
+    (n,) = con.execute("select count(*) from runs where run_id = ?", [run_id]).fetchone()
+    return [] if n else group
 
 
 def held_candidates(con: duckdb.DuckDBPyConnection, config_hash: str) -> set[str]:

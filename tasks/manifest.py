@@ -1,21 +1,30 @@
 """The dataset manifest: the commit log of a dataset folder.
 
 ``<data>/_manifest.json`` lists every committed shard (table, path, rows, bytes, sha256,
-run id, schema version) and every run's state (``running`` until its last shard and its
-``runs`` row are committed, then ``complete``).  Protocol:
+run id, schema version, commit number), every commit (its number, run and candidate ids)
+and every run's state (``running`` until its last shard and its ``runs`` row are
+committed, then ``complete``).  Protocol:
 
-1. a shard is written to a hidden temp name, fsynced and renamed into place;
+1. a commit's shards are written to hidden temp names, fsynced and renamed into place;
+   each carries its commit record (:mod:`tasks.commits`), so the log can be rebuilt;
 2. the manifest is rewritten atomically (temp, fsync, rename, fsync the folder) *after*
    the shards it adds, so a shard is committed exactly when the manifest lists it;
-3. readers trust only listed shards; a writer opening the dataset deletes shard files
-   the manifest does not list (orphans of a writer killed between steps 1 and 2) and
-   leftover temp files, so an orphan is never counted and never collides with a new name.
+3. readers trust only listed shards whose sha256 matches (:mod:`tasks.checksums`).
 
-One writer at a time: :func:`open_for_writing` takes an exclusive POSIX record lock on
+**The manifest is never a reason to delete.**  A writer never removes a file: shard files
+the manifest does not list are never read, and those of the one commit a killed writer
+can leave are recorded as ``abandoned`` by the next writer (``taskfactory vacuum`` is the
+only command that deletes).  A folder whose unlisted shards are more than that one commit
+(no manifest, or an older one) or whose listed shards are corrupt is refused by every
+writer, naming ``taskfactory repair``.
+
+One writer at a time: :func:`dataset_lock` takes an exclusive POSIX record lock on
 ``<data>/.lock``.  The kernel releases it when the process dies, even by SIGKILL, and,
 unlike ``flock``, a forked child does not share it: a sandbox child caught between fork
 and exec when its parent is killed cannot keep the dataset locked.  POSIX locks do not
-exclude the owning process itself, so an in-process registry does that.
+exclude the owning process itself, so an in-process registry does that; a holder may
+*lend* the lock once, to one nested :func:`open_for_writing` in the same process (the CLI
+takes the lock before Prefect starts and the flow it runs re-enters it).
 """
 
 from __future__ import annotations
@@ -23,24 +32,32 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import hashlib
 import json
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
 
-from schemas.records import SCHEMA_VERSION, TABLES
+from schemas.records import SCHEMA_VERSION
 
 MANIFEST = "_manifest.json"
 LOCK = ".lock"
-FORMAT = 2
+FORMAT = 3
+"""1: schema version 1.  2: + bytes and schema version per shard, runs.  3: + commits
+(shard ``commit`` numbers, candidate ids per commit), ``abandoned``, ``pending``."""
+REPAIR_HINT = "taskfactory repair --data {data}"
 
 
 class DatasetError(Exception):
     """A dataset that cannot be used as asked; the message names the problem and the fix."""
+
+
+class UnreadableManifest(DatasetError):
+    """The manifest file exists but is not a manifest (``taskfactory repair`` rebuilds it)."""
 
 
 class ShardEntry(BaseModel):
@@ -53,6 +70,15 @@ class ShardEntry(BaseModel):
     bytes: int | None = None
     """None only in manifests written by schema version 1."""
     schema_version: int = 1
+    commit: int | None = None
+    """The number of the commit that listed it; None in manifests before format 3."""
+
+
+class CommitEntry(BaseModel):
+    number: int
+    run_id: str
+    candidates: list[str]
+    """The candidates whose rows the commit holds (none for a ``runs`` row)."""
 
 
 class RunEntry(BaseModel):
@@ -68,16 +94,20 @@ class Manifest(BaseModel):
     format: int = FORMAT
     schema_version: int = SCHEMA_VERSION
     shards: list[ShardEntry] = []
+    commits: list[CommitEntry] = []
     runs: dict[str, RunEntry] = {}
+    abandoned: list[str] = []
+    """Unlisted shard and temp files of killed writers (relative paths): never read, kept
+    until ``taskfactory vacuum`` removes them."""
+    pending: dict[str, list[str]] = {}
+    """Per complete run, the candidates of quarantined commits that ``taskfactory repair``
+    has yet to run again."""
 
     def listed(self, table: str) -> list[ShardEntry]:
         return [s for s in self.shards if s.table == table]
 
-    def next_seq(self, run_id: str) -> int:
-        """One more than the highest shard sequence number of ``run_id``."""
-        seqs = [int(Path(s.path).stem.rsplit("-", 1)[1]) for s in self.shards
-                if s.run_id == run_id]
-        return max(seqs, default=0) + 1
+    def next_commit(self) -> int:
+        return max((c.number for c in self.commits), default=0) + 1
 
 
 def _fsync_dir(path: Path) -> None:
@@ -108,14 +138,17 @@ def load_manifest(data_dir: Path) -> Manifest:
         return Manifest()
     try:
         raw = json.loads(path.read_text())
+        if not isinstance(raw, dict):
+            raise ValueError(f"a JSON {type(raw).__name__}, not an object")
         version = int(raw.get("schema_version", 1))
         if raw.get("format", 1) == 1:  # schema version 1: no bytes, one version for all
             raw = {"format": FORMAT, "schema_version": version, "runs": {},
                    "shards": [{**s, "schema_version": version} for s in raw["shards"]]}
         manifest = Manifest.model_validate(raw)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise DatasetError(f"{path} is not a readable manifest ({exc}); restore it from a "
-                           "backup or start a new dataset folder") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        reason = str(exc).splitlines()[0]
+        raise UnreadableManifest(f"{path} is not a readable manifest ({reason}); rebuild it from "
+                           f"the shards with `{REPAIR_HINT.format(data=data_dir)}`") from None
     newest = max([manifest.schema_version, *(s.schema_version for s in manifest.shards)])
     if newest > SCHEMA_VERSION:
         raise DatasetError(f"{data_dir} holds schema version {newest}; this taskfactory reads "
@@ -124,58 +157,28 @@ def load_manifest(data_dir: Path) -> Manifest:
 
 
 def save_manifest(data_dir: Path, manifest: Manifest) -> None:
+    manifest.format = FORMAT
     manifest.schema_version = max([SCHEMA_VERSION, *(s.schema_version for s in manifest.shards)])
     atomic_write(data_dir / MANIFEST, manifest.model_dump_json(indent=1).encode())
 
 
-def shard_problem(data_dir: Path, entry: ShardEntry, checksum: bool) -> str | None:
-    """Why a listed shard cannot be trusted (missing, wrong size, wrong sha256), or None.
-
-    The size check is a ``stat``; ``checksum`` also hashes the file, and so does a shard
-    listed without a size (manifests of schema version 1)."""
-    path = data_dir / entry.path
-    try:
-        size = path.stat().st_size
-    except OSError:
-        return "missing"
-    if entry.bytes is not None and size != entry.bytes:
-        return f"{size} bytes, the manifest says {entry.bytes}"
-    if checksum or entry.bytes is None:
-        with open(path, "rb") as f:
-            if hashlib.file_digest(f, "sha256").hexdigest() != entry.sha256:
-                return "sha256 differs from the manifest"
-    return None
+@dataclass
+class _Hold:
+    lend: bool
+    lent: bool = False
 
 
-def remove_orphans(data_dir: Path, manifest: Manifest) -> list[Path]:
-    """Delete shard files that the manifest does not list and every temp file of an
-    atomic write; returns them."""
-    listed = {s.path for s in manifest.shards}
-    removed = []
-    for table in TABLES:
-        folder = data_dir / table
-        if not folder.is_dir():
-            continue
-        for path in sorted(folder.iterdir()):
-            rel = str(path.relative_to(data_dir))
-            if path.is_file() and rel not in listed and (
-                    path.suffix == ".parquet" or path.name.endswith(".tmp")):
-                path.unlink()
-                removed.append(path)
-    for tmp in [*data_dir.glob(".*.tmp"), *data_dir.glob("*/.*.tmp")]:  # manifest, card, plots
-        if tmp.exists():
-            tmp.unlink()
-            removed.append(tmp)
-    return removed
+_held: dict[Path, _Hold] = {}
+"""Datasets this process holds the lock of."""
+_registry = threading.Lock()
 
 
-_held: set[Path] = set()
-"""Datasets this process has open for writing."""
+def _lock_busy(data_dir: Path) -> DatasetError:
+    return DatasetError(f"another taskfactory process is writing to {data_dir}; wait for it "
+                        "to finish or use another --data folder")
 
 
 def _try_lock(f, data_dir: Path) -> None:
-    if data_dir.resolve() in _held:
-        raise _lock_busy(data_dir)
     try:
         fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
@@ -185,33 +188,64 @@ def _try_lock(f, data_dir: Path) -> None:
 
 
 @contextlib.contextmanager
-def open_for_writing(data_dir: Path) -> Iterator[tuple[Manifest, list[Path]]]:
-    """Lock ``data_dir`` for this process, load its manifest and remove orphans; yields
-    the manifest and the orphans removed.
+def dataset_lock(data_dir: Path, lend: bool = False) -> Iterator[None]:
+    """Hold ``data_dir``'s writer lock (creating the folder and its ``.lock`` if needed).
 
-    Raises DatasetError when another process holds the lock or the dataset is newer."""
+    Raises DatasetError at once when another process, or another holder in this process,
+    has it.  ``lend``: one nested ``dataset_lock`` of this process (a flow the holder runs)
+    may enter while this one holds it; a second nested one is refused like a stranger."""
+    key = data_dir.resolve()
+    with _registry:
+        hold = _held.get(key)
+        if hold is not None:
+            if not hold.lend or hold.lent:
+                raise _lock_busy(data_dir)
+            hold.lent = True
+    if hold is not None:
+        try:
+            yield
+        finally:
+            hold.lent = False
+        return
     data_dir.mkdir(parents=True, exist_ok=True)
     with open(data_dir / LOCK, "a+") as lock:
-        _try_lock(lock, data_dir)
-        _held.add(data_dir.resolve())
+        with _registry:
+            if key in _held:  # another thread of this process took it meanwhile
+                raise _lock_busy(data_dir)
+            _try_lock(lock, data_dir)
+            _held[key] = _Hold(lend)
         try:
-            manifest = load_manifest(data_dir)
-            yield manifest, remove_orphans(data_dir, manifest)
+            yield
         finally:
-            _held.discard(data_dir.resolve())
+            with _registry:
+                _held.pop(key, None)
 
 
-def _lock_busy(data_dir: Path) -> DatasetError:
-    return DatasetError(f"another taskfactory process is writing to {data_dir}; wait for it "
-                        "to finish or use another --data folder")
+@contextlib.contextmanager
+def open_for_writing(data_dir: Path, warn: Callable[[str], object] = lambda _: None
+                     ) -> Iterator[Manifest]:
+    """Lock ``data_dir`` for this process and yield its manifest, checked for writing.
+
+    DatasetError (naming ``taskfactory repair``) when shard files are on disk that the
+    manifest cannot account for or a listed shard is corrupt; DatasetError also when
+    another writer holds the lock or the dataset is newer.  The unlisted files of one
+    killed writer's commit are added to ``manifest.abandoned`` (saved with the next
+    commit) and passed to ``warn``; nothing is deleted."""
+    from tasks.checksums import require_intact
+    from tasks.commits import adopt_abandoned
+
+    with dataset_lock(data_dir):
+        manifest = load_manifest(data_dir)
+        found = adopt_abandoned(data_dir, manifest)
+        if found:
+            warn(f"{len(found)} files of a commit an interrupted writer did not finish are "
+                 f"not in the dataset ({', '.join(found)}); they are kept and never read; "
+                 f"`taskfactory vacuum --data {data_dir}` removes them")
+        require_intact(data_dir, manifest)
+        yield manifest
 
 
-def check_unlocked(data_dir: Path) -> None:
-    """Raise DatasetError when a live process holds ``data_dir``'s lock (creates nothing)."""
-    if data_dir.resolve() in _held:  # opening and closing the file would drop our own lock
-        raise _lock_busy(data_dir)
-    if not (data_dir / LOCK).is_file():
-        return
-    with open(data_dir / LOCK, "a") as lock:
-        _try_lock(lock, data_dir)
-        fcntl.lockf(lock, fcntl.LOCK_UN)
+def holds(data_dir: Path) -> bool:
+    """Whether this process holds ``data_dir``'s writer lock."""
+    with _registry:
+        return data_dir.resolve() in _held

@@ -28,3 +28,17 @@ def cli(prefect_api_url):
                               capture_output=True, text=True, env=full_env, timeout=timeout)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def fault_dataset(prefect_api_url, tmp_path_factory, docker_ready):
+    """One uninterrupted Docker run (tests/support/fault_dataset.py) that dataset fault
+    tests copy and break; built once per session."""
+    from tests.support.fault_dataset import SETTINGS, run_cli
+
+    if not docker_ready:
+        pytest.skip("needs the Docker engine")  # the docker marker reports it loudly
+    data = tmp_path_factory.mktemp("fault-dataset") / "ref"
+    proc = run_cli(prefect_api_url, "run", *SETTINGS, "--data", data)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return data

@@ -23,7 +23,7 @@ def write_outcomes(data: Path, run_id: str, outcomes: Iterable[Outcome],
     """Commit every outcome's rows into ``data``; returns the closed writer (``written``)."""
     identity = RunIdentity(run_id=run_id, flow_run_id=None, config_hash="test")
     recorder = Recorder(identity, {}, DedupIndex(structure=False, instructions=False))
-    with open_for_writing(data) as (manifest, _):
+    with open_for_writing(data) as manifest:
         writer = ShardWriter(data, manifest, run_id, max_rows=max_rows)
         for outcome in outcomes:
             writer.add_group(recorder.record(outcome))

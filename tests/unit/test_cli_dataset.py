@@ -49,17 +49,18 @@ def test_stats_and_query_do_not_import_prefect_or_docker(data):
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stderr
 
 
-def test_query_skips_a_truncated_shard_with_one_warning(data):
+def test_query_skips_a_truncated_shard_with_one_warning_and_exit_3(data):
     manifest = load_manifest(data)
     bad = data / next(s.path for s in manifest.shards if s.table == "trajectories")
     bad.write_bytes(bad.read_bytes()[:1000])
     proc = run_cli("query", "select (select count(*) from tasks), "
                             "(select count(*) from trajectories)", "--data", data,
                    "--format", "csv")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 3, proc.stderr
     assert proc.stdout.splitlines()[1] == "6,0"
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("warning: skipping corrupt shard") and str(bad) in line
+    assert f"taskfactory repair --data {data}" in line
 
 
 def test_card_has_hf_configs_counts_and_png_plots(data):

@@ -17,12 +17,12 @@ import pytest
 from flows.query import connect, run_query
 from schemas.arrow import arrow_schema
 from schemas.records import SCHEMA_VERSION, AttemptRow, Message, Provenance, StepRow, TrajectoryRow
+from tasks.checksums import shard_problem
 from tasks.manifest import (
     DatasetError,
-    check_unlocked,
+    dataset_lock,
     load_manifest,
     open_for_writing,
-    shard_problem,
 )
 from tasks.publish import ShardWriter
 
@@ -48,7 +48,7 @@ def step(i, k):
 
 
 def write(data, groups, **kw):
-    with open_for_writing(data) as (manifest, _):
+    with open_for_writing(data) as manifest:
         writer = ShardWriter(data, manifest, "r1", **kw)
         for g in groups:
             writer.add_group(g)
@@ -93,7 +93,7 @@ def test_a_group_is_never_split_between_commits(tmp_path):
 
 
 def test_rows_without_provenance_are_refused(tmp_path):
-    with open_for_writing(tmp_path) as (manifest, _):
+    with open_for_writing(tmp_path) as manifest:
         writer = ShardWriter(tmp_path, manifest, "r1")
         with pytest.raises(ValueError, match="without provenance"):
             writer.add_group([("attempts", attempt(0, prov=None))])
@@ -120,16 +120,51 @@ def test_nested_messages_round_trip(tmp_path):
     assert rows == [("user", False, 0), ("assistant", True, 1)]
 
 
-def test_orphan_shards_are_never_read_and_removed_by_the_next_writer(tmp_path):
+def killed_commit(data, group):
+    """Commit ``group`` as a writer killed before its manifest update leaves it: the
+    shards on disk (the last one still under its temp name), the manifest as before."""
+    before = (data / "_manifest.json").read_bytes()
+    write(data, [group])
+    new = load_manifest(data).shards[-len({t for t, _ in group}):]
+    (data / "_manifest.json").write_bytes(before)
+    last = data / new[-1].path
+    last.rename(last.with_name(f".{last.name}.tmp"))
+    return [data / e.path for e in new[:-1]] + [last.with_name(f".{last.name}.tmp")]
+
+
+def test_a_killed_writers_commit_is_never_read_never_deleted_and_never_reused(tmp_path):
     write(tmp_path, [[("attempts", attempt(i))] for i in range(3)])
-    listed = next((tmp_path / "attempts").glob("*.parquet"))
-    orphan = listed.with_name("part-r9-00001.parquet")  # a writer killed before its manifest
-    shutil.copy(listed, orphan)
-    (tmp_path / "attempts" / ".part-r9-00002.parquet.tmp").write_bytes(b"PAR1 partial")
+    left = killed_commit(tmp_path, [("attempts", attempt(5)), ("steps", step(5, 0))])
+    assert [p.name[:14] for p in left] == ["part-r1-00002.", ".part-r1-00003"]
     assert run_query(tmp_path, "select count(*) from attempts")[1] == [(3,)]
-    with open_for_writing(tmp_path) as (_, removed):
-        assert sorted(p.name for p in removed) == [".part-r9-00002.parquet.tmp", orphan.name]
-    assert sorted(p.name for p in (tmp_path / "attempts").iterdir()) == [listed.name]
+    warnings = []
+    with open_for_writing(tmp_path, warn=warnings.append) as manifest:
+        assert sorted(manifest.abandoned) == sorted(str(p.relative_to(tmp_path)) for p in left)
+        writer = ShardWriter(tmp_path, manifest, "r1")
+        writer.add_group([("attempts", attempt(7))])
+        writer.close()
+    assert len(warnings) == 1 and "vacuum" in warnings[0] and left[0].name in warnings[0]
+    assert all(p.exists() for p in left)  # nothing deleted
+    new = load_manifest(tmp_path).shards[-1]
+    assert new.path.startswith("attempts/part-r1-00004.")  # after every seq on disk
+    assert run_query(tmp_path, "select count(*) from attempts")[1] == [(4,)]
+    assert sorted(load_manifest(tmp_path).abandoned) == sorted(manifest.abandoned)
+
+
+def test_shards_the_manifest_cannot_account_for_refuse_every_writer(tmp_path):
+    write(tmp_path, [[("attempts", attempt(i))] for i in range(4)], max_rows=1)
+    manifest = load_manifest(tmp_path)
+    older = manifest.model_copy(update={"shards": manifest.shards[:2],
+                                        "commits": manifest.commits[:2]})
+    (tmp_path / "_manifest.json").write_text(older.model_dump_json())
+    files = sorted(p.name for p in tmp_path.rglob("*"))
+    with pytest.raises(DatasetError, match="more than the one commit.*taskfactory repair"):
+        write(tmp_path, [[("attempts", attempt(9))]])
+    (tmp_path / "_manifest.json").unlink()
+    with pytest.raises(DatasetError, match="4 shard files but no _manifest.json.*repair"):
+        write(tmp_path, [[("attempts", attempt(9))]])
+    assert sorted(p.name for p in tmp_path.rglob("*")) == [f for f in files
+                                                            if f != "_manifest.json"]
 
 
 def test_a_truncated_shard_is_reported_and_the_intact_ones_still_answer(tmp_path):
@@ -143,18 +178,20 @@ def test_a_truncated_shard_is_reported_and_the_intact_ones_still_answer(tmp_path
     assert len(warnings) == 1 and str(bad) in warnings[0] and "bytes" in warnings[0]
 
 
-def test_a_flipped_byte_is_caught_by_the_checksum_only(tmp_path):
+def test_a_flipped_byte_is_caught_on_every_read(tmp_path):
     write(tmp_path, [[("attempts", attempt(i))] for i in range(4)], max_rows=2)
     bad = tmp_path / load_manifest(tmp_path).shards[0].path
+    assert shard_problem(tmp_path, load_manifest(tmp_path).shards[0]) is None
     blob = bytearray(bad.read_bytes())
     blob[len(blob) // 2] ^= 0xFF
     bad.write_bytes(bytes(blob))
     entry = load_manifest(tmp_path).shards[0]
-    assert shard_problem(tmp_path, entry, checksum=False) is None  # same size: a stat misses it
+    assert shard_problem(tmp_path, entry) == "sha256 differs from the manifest"  # not cached
     warnings = []
-    con = connect(tmp_path, checksum=True, warn=warnings.append)
+    con = connect(tmp_path, warn=warnings.append)
     assert con.execute("select count(*) from attempts").fetchone() == (2,)
     assert len(warnings) == 1 and "sha256" in warnings[0] and str(bad) in warnings[0]
+    assert "taskfactory repair --data" in warnings[0]
 
 
 def test_one_writer_at_a_time(tmp_path):
@@ -212,8 +249,7 @@ def test_a_killed_writer_releases_the_lock_though_a_forked_child_lives_on(tmp_pa
     try:
         assert proc.returncode == -signal.SIGKILL
         os.kill(child, 0)  # alive, with the lock file open
-        check_unlocked(tmp_path)
-        with open_for_writing(tmp_path):
+        with dataset_lock(tmp_path):
             pass
     finally:
         os.kill(child, signal.SIGKILL)

@@ -1,0 +1,129 @@
+"""``taskfactory repair`` and ``taskfactory vacuum``: the commands that mend a dataset
+folder and the only one that deletes from it.
+
+``repair`` holds the dataset lock throughout.  It quarantines corrupt commits and rebuilds
+a missing or older manifest (:mod:`tasks.dataset_repair`, which imports neither Prefect
+nor Docker), then re-runs the quarantined candidates of complete runs: a flow run of the
+owning run with its recorded settings, restricted to those candidates (only then are
+Prefect and the sandbox backend imported).  What is still to re-run is recorded in the
+manifest first (``pending``), so an interrupted repair is finished by the next one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from flows.usage import UsageError
+
+
+def add_repair_parsers(sub: argparse._SubParsersAction) -> None:
+    repair = sub.add_parser("repair", help="quarantine corrupt shards, rebuild a missing or "
+                                           "older manifest, re-run the candidates lost")
+    repair.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
+    repair.set_defaults(func=cmd_repair)
+    vacuum = sub.add_parser("vacuum", help="delete unreferenced shard and temp files older "
+                                           "than a retention window")
+    vacuum.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
+    vacuum.add_argument("--older-than", required=True, metavar="DURATION",
+                        help="retention window: 30m, 12h, 7d, 2w (0s: everything)")
+    vacuum.add_argument("--dry-run", action="store_true", help="list, delete nothing")
+    vacuum.add_argument("--quarantine", action="store_true",
+                        help="also delete quarantine folders older than the window")
+    vacuum.set_defaults(func=cmd_vacuum)
+
+
+def _require(data: Path) -> None:
+    if not data.is_dir():
+        raise UsageError(f"no dataset at {data}; pass the dataset folder with --data")
+
+
+def cmd_repair(args: argparse.Namespace) -> int:
+    from tasks.dataset_repair import apply_repair, existing_shards, plan_repair
+    from tasks.manifest import dataset_lock, load_manifest, open_for_writing, save_manifest
+
+    data = args.data
+    _require(data)
+    with dataset_lock(data, lend=True):
+        plan = plan_repair(data)
+        for note in plan.notes:
+            print(f"  {note}")
+        if not plan.changes:
+            print(f"repair {data}: nothing to repair ({len(plan.manifest.shards)} shards "
+                  "listed, every sha256 verified)")
+            return 0
+        folder = apply_repair(data, plan, datetime.now(UTC).strftime("%Y%m%dT%H%M%S"))
+        if folder is not None:
+            print(f"quarantined {len(plan.quarantine)} files in {folder}/")
+        if plan.rebuilt:
+            print(f"rebuilt {data}/_manifest.json: {len(plan.manifest.shards)} shards of "
+                  f"{existing_shards(data)} on disk ({plan.adopted} unlisted commits "
+                  f"adopted, {len(plan.manifest.abandoned)} files left out as abandoned)")
+        for run_id, n in plan.unfinished.items():
+            print(f"run {run_id} is unfinished: `taskfactory run --resume {run_id} --data "
+                  f"{data}` runs its {n} lost candidates with the rest")
+        for run_id in list(plan.manifest.pending):
+            _rerun(data, run_id, plan.manifest.pending[run_id])
+            manifest = load_manifest(data)
+            manifest.pending.pop(run_id, None)
+            save_manifest(data, manifest)
+        with open_for_writing(data):  # every check a writer makes now passes
+            pass
+    print(f"repair {data}: done; the dataset is consistent "
+          f"({len(load_manifest(data).shards)} shards listed, every sha256 verified)")
+    return 0
+
+
+def _rerun(data: Path, run_id: str, ids: list[str]) -> None:
+    """Run ``ids`` of the complete run ``run_id`` again with its recorded settings."""
+    from environments.config import docker_available
+    from flows.cli import _quiet_prefect
+    from flows.settings import RunSettings
+    from tasks.manifest import load_manifest
+
+    settings = RunSettings.model_validate({**load_manifest(data).runs[run_id].settings,
+                                           "data": data})
+    if settings.backend == "docker" and not docker_available():
+        raise UsageError(f"run {run_id} ran on the docker backend and no Docker daemon "
+                         "answers; start one (make engine) and repair again")
+    print(f"re-running {len(ids)} candidates of run {run_id} with its recorded settings")
+    _quiet_prefect()
+    from flows.factory import run_factory
+    from flows.providers import close_run
+
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        summary = run_factory(settings, run_id=run_id, resume=True, only=ids)
+    except KeyboardInterrupt:
+        removed = close_run(run_id)
+        print(f"interrupted: {removed} sandboxes removed; `taskfactory repair --data {data}` "
+              "finishes the repair", file=sys.stderr)
+        raise SystemExit(130) from None
+    print(f"run {run_id}: {len(ids)} candidates re-run, {summary.accepted} of the run's "
+          f"{summary.candidates} candidates accepted")
+
+
+def cmd_vacuum(args: argparse.Namespace) -> int:
+    from tasks.manifest import open_for_writing, save_manifest
+    from tasks.vacuum import delete, parse_duration, to_delete
+
+    try:
+        seconds = parse_duration(args.older_than)
+    except ValueError as exc:
+        raise UsageError(f"--older-than: {exc}") from None
+    _require(args.data)
+    with open_for_writing(args.data) as manifest:
+        doomed = to_delete(args.data, manifest, seconds, args.quarantine)
+        verb = "would delete" if args.dry_run else "deleting"
+        for d in doomed:
+            print(f"{verb} {d.path} ({d.why}, {d.bytes} bytes, {d.age_s / 3600:.1f} h old)")
+        if doomed and not args.dry_run:
+            delete(args.data, manifest, doomed)
+            save_manifest(args.data, manifest)
+    total = sum(d.bytes for d in doomed)
+    print(f"vacuum {args.data}: {len(doomed)} files ({total} bytes) older than "
+          f"{args.older_than} {'would be deleted (--dry-run)' if args.dry_run else 'deleted'}")
+    return 0
