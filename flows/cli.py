@@ -219,9 +219,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     settings = _settings(args)
     _quiet_prefect()
+    from prefect.types.entrypoint import EntrypointType
+
     from flows.factory import factory
 
-    factory.serve(name=args.name, cron=args.cron,
+    # a module entrypoint, as in deploy/prefect.yaml: Dask workers import the tasks by it
+    factory.serve(name=args.name, cron=args.cron, entrypoint_type=EntrypointType.MODULE_PATH,
                   parameters={"settings": settings.model_dump(mode="json")})
     return 0
 

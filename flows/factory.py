@@ -9,9 +9,11 @@ flight and their outcomes consumed **in index order**; a consumed future is drop
 once.  Memory is bounded by that window and the writer's buffer, plus ~2 KB per planned
 candidate (the plan is held as JSON, :mod:`flows.planned`); dedup decisions (which
 depend on what came before) are the same on every run.
-"""
 
-from __future__ import annotations
+Annotations here are real objects, not postponed strings: a served flow runs in a new
+process from a pickled copy of :func:`factory`, which carries the globals its code uses
+but not those its annotations name, and Prefect validates the parameters against them.
+"""
 
 import collections
 import hashlib
