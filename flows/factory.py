@@ -58,6 +58,7 @@ from flows.provenance import (
 from flows.providers import close_run, provider_for
 from flows.query import connect
 from flows.recorder import Recorder
+from flows.run_failure import failed_on_error
 from flows.runners import make_task_runner, runner_from_env
 from flows.settings import RunSettings
 from schemas.graph import Candidate
@@ -179,7 +180,7 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
         max_repairs=settings.max_repairs, instruction_style=settings.instruction_style, llm=llm,
         dedup=index.policy)
     data = settings.data
-    with open_for_writing(data) as (manifest, orphans):
+    with open_for_writing(data) as (manifest, orphans), failed_on_error(data) as run:
         if orphans:
             logger.warning("removed %d uncommitted files of an interrupted writer", len(orphans))
         con = connect(data, checksum=True, warn=logger.warning)
@@ -198,6 +199,7 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
         entry = runs.begin(manifest, run_id, settings.model_dump(mode="json"), chash,
                            flow_run.get_id())
         save_manifest(data, manifest)
+        run.run_id = run_id
         identity = RunIdentity(run_id=run_id, flow_run_id=flow_run.get_id(), config_hash=chash,
                                llm_model=llm[0], llm_params=llm[1])
         recorder = Recorder(identity, images, index)
@@ -240,7 +242,7 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
             rejected=tally.attempts - tally.accepted, duplicates=tally.duplicates,
             provenance=identity.provenance(seed=settings.seed, image_id=None)))])
         writer.commit()
-        if not any(e.status == "running" for e in manifest.runs.values()):
+        if all(e.status == "complete" for e in manifest.runs.values()):
             shutil.rmtree(data / RESULTS, ignore_errors=True)  # nothing left to resume
         heap.release()  # the report reads the whole dataset: start it from a trimmed heap
         _publish_report(data, run_id, logger)

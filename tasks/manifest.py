@@ -2,7 +2,8 @@
 
 ``<data>/_manifest.json`` lists every committed shard (table, path, rows, bytes, sha256,
 run id, schema version) and every run's state (``running`` until its last shard and its
-``runs`` row are committed, then ``complete``).  Protocol:
+``runs`` row are committed, then ``complete``; ``failed``, with the reason, when the flow
+raised).  Protocol:
 
 1. a shard is written to a hidden temp name, fsynced and renamed into place;
 2. the manifest is rewritten atomically (temp, fsync, rename, fsync the folder) *after*
@@ -59,7 +60,10 @@ class RunEntry(BaseModel):
     config_hash: str
     settings: dict
     started_at: str
-    status: Literal["running", "complete"] = "running"
+    status: Literal["running", "complete", "failed"] = "running"
+    """``running`` also after a kill; ``failed`` when the flow raised.  Both can be resumed."""
+    reason: str | None = None
+    """Why a ``failed`` run stopped: the exception's type and message."""
     resumes: int = 0
     flow_run_ids: list[str] = []
 
