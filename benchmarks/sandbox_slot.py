@@ -29,27 +29,15 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 
-from flows.query import run_query  # noqa: E402
-
-
-def intervals(data: Path) -> list[tuple[float, float]]:
-    """(start, end) of every candidate, in seconds since the epoch, sorted by start."""
-    _, rows = run_query(data, "select epoch(created_at) - total_s, epoch(created_at) "
-                              "from attempts order by 1")
-    return [(float(s), float(e)) for s, e in rows]
+from tests.support.intervals import intervals, most_in_flight  # noqa: E402
 
 
 def held_share(spans: list[tuple[float, float]]) -> dict[str, float]:
     """Busy time over wall time, the most overlapping candidates, and the idle gaps."""
     wall = max(e for _, e in spans) - min(s for s, _ in spans)
     busy = sum(e - s for s, e in spans)
-    events = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans])
-    now = most = 0
-    for _, step in events:
-        now += step
-        most = max(most, now)
     gaps = [max(0.0, b[0] - a[1]) for a, b in zip(spans, spans[1:], strict=False)]
-    return {"busy_s": busy, "wall_s": wall, "held": busy / wall, "most": most,
+    return {"busy_s": busy, "wall_s": wall, "held": busy / wall, "most": most_in_flight(spans),
             "gap_median_s": statistics.median(gaps) if gaps else 0.0,
             "gap_max_s": max(gaps, default=0.0)}
 
