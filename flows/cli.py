@@ -144,8 +144,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1`: where it is stuck
     try:
-        summary = run_factory(settings, run_id=run_id, resume=resume, runner=args.runner,
-                              address=args.address)
+        summary = run_factory(_here(settings), run_id=run_id, resume=resume,
+                              runner=args.runner, address=args.address)
     except KeyboardInterrupt:
         removed = close_run(run_id)
         print(f"interrupted: run {run_id} stopped, {removed} sandboxes removed; continue it "
@@ -175,6 +175,12 @@ def cmd_run(args: argparse.Namespace) -> int:
           f"card: {settings.data}/README.md)")
     print(f'try: taskfactory query "{EXAMPLE_QUERY}" --data {settings.data}')
     return 0
+
+
+def _here(settings):
+    """``settings`` with ``--data`` made absolute: relative to where the command was typed,
+    whatever the flow's TASKFACTORY_HOME says."""
+    return settings.model_copy(update={"data": settings.data.absolute()})
 
 
 def _share(part: int, whole: int) -> str:
@@ -225,7 +231,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     # a module entrypoint, as in deploy/prefect.yaml: Dask workers import the tasks by it
     factory.serve(name=args.name, cron=args.cron, entrypoint_type=EntrypointType.MODULE_PATH,
-                  parameters={"settings": settings.model_dump(mode="json")})
+                  parameters={"settings": _here(settings).model_dump(mode="json")})
     return 0
 
 
