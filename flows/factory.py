@@ -34,11 +34,12 @@ from prefect.cache_policies import INPUTS, TASK_SOURCE
 from prefect.filesystems import LocalFileSystem
 from prefect.futures import PrefectFuture
 from prefect.runtime import flow_run
+from prefect.states import State
 from pydantic import BaseModel
 
 from environments.config import resolve_backend
 from environments.sandbox import SandboxError
-from flows import heap, runs
+from flows import heap, runs, ui
 from flows.admission import Admission
 from flows.candidate import (
     BackendConfig,
@@ -79,7 +80,9 @@ RESULTS = ".results"
 
 class RunSummary(BaseModel):
     data: str
-    """The dataset folder's absolute path."""
+    """The dataset folder's absolute path on ``host``."""
+    host: str
+    """The machine the flow ran on (where ``data`` is)."""
     run_id: str
     backend: str
     runner: str
@@ -101,19 +104,22 @@ class RunSummary(BaseModel):
 
 def run_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendConfig,
                   run_id: str, max_repairs: int, instruction_style: str,
-                  config_hash: str) -> Outcome:
-    """:func:`flows.candidate.build_candidate`; ``config_hash`` (code, images, templates,
-    ...) is unused here but part of the task's cache key.  Runs in the process that
-    executes the candidate (a Dask worker too), so each keeps its own heap trimmed."""
+                  config_hash: str) -> State:
+    """:func:`flows.candidate.build_candidate`, ending in a state named after its outcome
+    (:func:`flows.ui.outcome_state`; the result is the :class:`Outcome`).  ``config_hash``
+    (code, images, templates, ...) is unused here but part of the task's cache key.  Runs
+    in the process that executes the candidate (a Dask worker too), so each keeps its own
+    heap trimmed."""
     try:
-        return build_candidate(candidate, ecosystem_ref, backend, run_id,
-                               max_repairs=max_repairs, instruction_style=instruction_style)
+        return ui.outcome_state(build_candidate(
+            candidate, ecosystem_ref, backend, run_id, max_repairs=max_repairs,
+            instruction_style=instruction_style))
     finally:
         heap.candidate_finished()
 
 
 candidate_task = task(
-    run_candidate, name="candidate", task_run_name="candidate-{candidate.index}",
+    run_candidate, name="candidate", task_run_name=ui.CANDIDATE_RUN_NAME,
     retries=2, retry_delay_seconds=1, cache_policy=INPUTS + TASK_SOURCE, persist_result=True,
     cache_result_in_memory=False,
     retry_condition_fn=lambda _task, _run, state: isinstance(
@@ -163,6 +169,7 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
     kind, address = chosen_runner(runner, address)
     placement = f"{kind} {address}" if address else str(kind)
     run_id = run_id or new_run_id()
+    ui.name_flow_run(run_id, settings.seed)
     base = resolve_backend(settings.backend)
     settings = settings.runnable_on(base.type, logger.warning)
     refs = {ecosystem(ref).name: ref for ref in settings.ecosystems}
@@ -289,8 +296,9 @@ def _summary(settings: RunSettings, run_id: str, backend: str, runner: str, cand
     rejected: collections.Counter[str] = collections.Counter()
     for y in tally.ecosystems.values():
         rejected.update(y.rejected)
+    host, path = ui.dataset_location(settings.data)
     summary = RunSummary(
-        data=str(settings.data), run_id=run_id, backend=backend, runner=runner,
+        data=path, host=host, run_id=run_id, backend=backend, runner=runner,
         candidates=candidates,
         skipped=candidates - tally.attempts, accepted=tally.accepted,
         accepted_without_repair=sum(y.accepted_without_repair for y in tally.ecosystems.values()),
@@ -298,8 +306,9 @@ def _summary(settings: RunSettings, run_id: str, backend: str, runner: str, cand
         duplicates_replanned=replanned, resumed=resumed,
         seconds=round(time.perf_counter() - t0, 2), write_s=round(write_s, 3),
         config_hash=chash)
+    ui.publish_location(settings.data, run_id)
     create_table_artifact(
-        key="taskfactory-run-summary", description=f"taskfactory run {run_id}",
+        key="taskfactory-run-summary", description=f"taskfactory run {run_id} into {host}:{path}",
         table=[{"metric": k, "value": str(v)} for k, v in summary.model_dump().items()
                if k != "ecosystems"])
     create_table_artifact(

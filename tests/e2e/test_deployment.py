@@ -99,6 +99,7 @@ def test_the_shipped_deployment_runs_on_a_worker_and_writes_its_dataset(server, 
     assert run.state.type.value == "COMPLETED"
     entry = one_run_entry(data)
     assert entry.status == "complete" and entry.flow_run_ids == [str(run.id)]
+    assert run.name == f"{next(iter(load_manifest(data).runs))} seed 5"
     assert run_query(data, "select count(*), count(distinct candidate_id), "
                            "count(distinct backend) from attempts")[1] == [(6, 6, 1)]
     assert run_query(data, "select any_value(backend) from attempts")[1] == [("docker",)]
