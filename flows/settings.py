@@ -52,9 +52,10 @@ class RunSettings(BaseModel):
         "Candidates in flight at once, on a thread pool or a Dask cluster alike."))
     max_repairs: int = Field(2, ge=0, le=10, description=(
         "Targeted repairs per candidate; 0 turns repair off."))
-    instruction_style: InstructionStyle = Field(InstructionStyle.goal, description=(
-        "goal: the end state to reach and the inputs the solver cannot discover; step: the "
-        "same items as ordered steps."))
+    instruction_style: InstructionStyle = Field(
+        InstructionStyle.goal, title="Instruction Style", description=(
+            "goal: the end state to reach and the inputs the solver cannot discover; step: "
+            "the same items as ordered steps."))
     depth_weights: dict[int, float] = Field(
         dict(DEFAULT_DEPTH_WEIGHTS),
         description="Relative weight of each workflow depth (1..8) when planning.")
