@@ -163,8 +163,8 @@ def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1`: where it is stuck
     try:
-        summary = run_factory(settings, run_id=run_id, resume=resume, runner=args.runner,
-                              address=args.address)
+        summary = run_factory(_here(settings), run_id=run_id, resume=resume,
+                              runner=args.runner, address=args.address)
     except KeyboardInterrupt:
         removed = close_run(run_id)
         print(f"interrupted: run {run_id} stopped, {removed} sandboxes removed; continue it "
@@ -194,6 +194,12 @@ def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
           f"card: {settings.data}/README.md)")
     print(f'try: taskfactory query "{EXAMPLE_QUERY}" --data {settings.data}')
     return 0
+
+
+def _here(settings):
+    """``settings`` with ``--data`` made absolute: relative to where the command was typed,
+    whatever the flow's TASKFACTORY_HOME says."""
+    return settings.model_copy(update={"data": settings.data.absolute()})
 
 
 def _share(part: int, whole: int) -> str:
@@ -238,10 +244,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     settings = _settings(args)
     _quiet_prefect()
+    from prefect.types.entrypoint import EntrypointType
+
     from flows.factory import factory
 
-    factory.serve(name=args.name, cron=args.cron,
-                  parameters={"settings": settings.model_dump(mode="json")})
+    # a module entrypoint, as in deploy/prefect.yaml: Dask workers import the tasks by it
+    factory.serve(name=args.name, cron=args.cron, entrypoint_type=EntrypointType.MODULE_PATH,
+                  parameters={"settings": _here(settings).model_dump(mode="json")})
     return 0
 
 

@@ -4,23 +4,27 @@ Wiring only — what runs, in what order, with what concurrency.  The stages liv
 ``tasks/``; the per-candidate pipeline in :mod:`flows.candidate`; dedup and provenance in
 :mod:`flows.recorder`; resume and rerun semantics in :mod:`flows.runs`.
 
-Candidates are submitted in index order with at most ``WINDOW_PER_WORKER * workers`` in
-flight and their outcomes consumed **in index order**; a consumed future is dropped at
-once.  Memory is bounded by that window and the writer's buffer, plus ~2 KB per planned
-candidate (the plan is held as JSON, :mod:`flows.planned`); dedup decisions (which
-depend on what came before) are the same on every run.
+Candidates start in index order, ``workers`` at a time and each with a slot of the
+server's ``sandbox`` limit when there is one (:mod:`flows.admission`), with at most
+``WINDOW_PER_WORKER * workers`` not yet consumed; their outcomes are consumed **in index
+order** and a consumed future is dropped at once.  Memory is bounded by that window and
+the writer's buffer, plus ~2 KB per planned candidate (the plan is held as JSON,
+:mod:`flows.planned`); dedup decisions (which depend on what came before) are the same on
+every run.
+
+Annotations here are real objects, not postponed strings: a served flow runs in a new
+process from a pickled copy of :func:`factory`, which carries the globals its code uses
+but not those its annotations name, and Prefect validates the parameters against them.
 """
 
-from __future__ import annotations
-
 import collections
+import contextlib
 import hashlib
 import itertools
 import json
 import logging
 import shutil
 import time
-from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,11 +34,13 @@ from prefect.cache_policies import INPUTS, TASK_SOURCE
 from prefect.filesystems import LocalFileSystem
 from prefect.futures import PrefectFuture
 from prefect.runtime import flow_run
+from prefect.states import State
 from pydantic import BaseModel
 
 from environments.config import resolve_backend
 from environments.sandbox import SandboxError
-from flows import heap, limits, runs
+from flows import heap, runs, ui
+from flows.admission import Admission
 from flows.candidate import (
     BackendConfig,
     Outcome,
@@ -43,6 +49,7 @@ from flows.candidate import (
     ecosystem,
     engine_failure,
 )
+from flows.parameters import effective_settings
 from flows.planned import PlannedCandidates
 from flows.progress import Progress
 from flows.provenance import (
@@ -56,7 +63,8 @@ from flows.provenance import (
 from flows.providers import close_run, provider_for
 from flows.query import connect
 from flows.recorder import Recorder
-from flows.runners import make_task_runner, runner_from_env
+from flows.run_failure import failed_on_error
+from flows.runners import Runner, chosen_runner, make_task_runner
 from flows.settings import RunSettings
 from schemas.graph import Candidate
 from schemas.records import RunRow
@@ -71,8 +79,14 @@ RESULTS = ".results"
 
 
 class RunSummary(BaseModel):
+    data: str
+    """The dataset folder's absolute path on ``host``."""
+    host: str
+    """The machine the flow ran on (where ``data`` is)."""
     run_id: str
     backend: str
+    runner: str
+    """``threads``, or ``dask`` and the scheduler's address."""
     candidates: int
     skipped: int
     """Already in the dataset under the same config: not run again."""
@@ -85,27 +99,27 @@ class RunSummary(BaseModel):
     resumed: bool
     seconds: float
     write_s: float
-    data: str
     config_hash: str
 
 
 def run_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendConfig,
                   run_id: str, max_repairs: int, instruction_style: str,
-                  config_hash: str) -> Outcome:
-    """:func:`flows.candidate.build_candidate`; ``config_hash`` (code, images, templates,
-    ...) is unused here but part of the task's cache key.  Runs in the process that
-    executes the candidate (a Dask worker too), so each keeps its own heap trimmed; holds
-    a slot of the server's ``sandbox`` limit, if there is one (:mod:`flows.limits`)."""
+                  config_hash: str) -> State:
+    """:func:`flows.candidate.build_candidate`, ending in a state named after its outcome
+    (:func:`flows.ui.outcome_state`; the result is the :class:`Outcome`).  ``config_hash``
+    (code, images, templates, ...) is unused here but part of the task's cache key.  Runs
+    in the process that executes the candidate (a Dask worker too), so each keeps its own
+    heap trimmed."""
     try:
-        with limits.sandbox_slot():
-            return build_candidate(candidate, ecosystem_ref, backend, run_id,
-                                   max_repairs=max_repairs, instruction_style=instruction_style)
+        return ui.outcome_state(build_candidate(
+            candidate, ecosystem_ref, backend, run_id, max_repairs=max_repairs,
+            instruction_style=instruction_style))
     finally:
         heap.candidate_finished()
 
 
 candidate_task = task(
-    run_candidate, name="candidate", task_run_name="candidate-{candidate.index}",
+    run_candidate, name="candidate", task_run_name=ui.CANDIDATE_RUN_NAME,
     retries=2, retry_delay_seconds=1, cache_policy=INPUTS + TASK_SOURCE, persist_result=True,
     cache_result_in_memory=False,
     retry_condition_fn=lambda _task, _run, state: isinstance(
@@ -133,36 +147,31 @@ def plan_run(settings: RunSettings) -> tuple[PlannedCandidates, int]:
     return plan, replanned
 
 
-def in_order(todo: Iterable[Candidate], submit: Callable[[Candidate], PrefectFuture],
-             window: int) -> Iterator[tuple[Candidate, object]]:
-    """(candidate, result or exception) in the order of ``todo``; at most ``window``
-    candidates are submitted and not yet consumed, and a consumed future is dropped."""
-    pending: collections.deque[tuple[Candidate, PrefectFuture]] = collections.deque()
-    remaining = iter(todo)
-
-    def refill() -> None:
-        for c in itertools.islice(remaining, window - len(pending)):
-            pending.append((c, submit(c)))
-
-    refill()
-    while pending:
-        c, future = pending.popleft()
-        result = future.result(raise_on_failure=False)
-        del future
-        refill()  # keep the workers busy while this outcome is written
-        yield c, result
-
-
-@flow(name="taskfactory", log_prints=True, persist_result=False, task_runner=runner_from_env())
+@flow(name="taskfactory", log_prints=True, persist_result=False)
 def factory(settings: RunSettings, run_id: str | None = None, resume: bool = False,
+            runner: Runner | None = None, address: str | None = None,
             only: list[str] | None = None) -> RunSummary:
-    """Generate tasks into ``settings.data``; returns the run summary.
+    """Generate executable agent tasks into a dataset folder; returns the run summary.
 
-    ``resume`` continues the unfinished run ``run_id`` (see :mod:`flows.runs`); with
-    ``only`` (``taskfactory repair``) it re-runs just those candidates of run ``run_id``."""
+    Args:
+        settings: What to generate and where. In a deployment run, the fields given are
+            merged over the deployment's settings.
+        run_id: The taskfactory run to continue with resume (default: a new run id).
+        resume: Continue the unfinished (interrupted or failed) run run_id.
+        runner: threads: a thread pool in the flow's process; dask: a Dask cluster (the
+            scheduler at address, else a local cluster of worker processes). Default: the
+            worker's TASKFACTORY_RUNNER, else threads.
+        address: The Dask scheduler, like tcp://host:8786. Default: the worker's
+            TASKFACTORY_DASK_ADDRESS.
+        only: With resume (taskfactory repair): re-run just these candidates of run_id.
+    """
     logger = get_run_logger()
     t0 = time.perf_counter()
+    settings = effective_settings(settings)
+    kind, address = chosen_runner(runner, address)
+    placement = f"{kind} {address}" if address else str(kind)
     run_id = run_id or new_run_id()
+    ui.name_flow_run(run_id, settings.seed)
     base = resolve_backend(settings.backend)
     settings = settings.runnable_on(base.type, logger.warning)
     refs = {ecosystem(ref).name: ref for ref in settings.ecosystems}
@@ -178,7 +187,8 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
         max_repairs=settings.max_repairs, instruction_style=settings.instruction_style, llm=llm,
         dedup=index.policy)
     data = settings.data
-    with open_for_writing(data, warn=logger.warning) as manifest:
+    with open_for_writing(data, warn=logger.warning) as manifest, \
+            failed_on_error(data) as run:
         con = connect(data, warn=logger.warning)
         held = runs.held_candidates(con, chash)
         index.add_all(runs.indexed_tasks(con))
@@ -190,11 +200,12 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
                     "dataset, flow run %s", run_id, planned, ", ".join(refs),
                     base.type, planned - len(todo), flow_run.get_id())
         if not todo and not resume:  # a repeated run adds nothing, not even a runs row
-            return _summary(settings, run_id, base.type, planned, chash, replanned,
+            return _summary(settings, run_id, base.type, placement, planned, chash, replanned,
                             False, t0, 0.0, runs.RunTally())
         entry = runs.begin(manifest, run_id, settings.model_dump(mode="json"), chash,
                            flow_run.get_id(), repair=only is not None)
         save_manifest(data, manifest)
+        run.run_id = run_id
         identity = RunIdentity(run_id=run_id, flow_run_id=flow_run.get_id(), config_hash=chash,
                                llm_model=llm[0], llm_params=llm[1])
         recorder = Recorder(identity, images, index)
@@ -205,12 +216,18 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
             logger.warning("reaped %d orphaned sandboxes from dead runs", reaped)
         write_s = 0.0
         progress = Progress(len(todo), run_id)
+        stack = contextlib.ExitStack()
         try:
-            def submit(c: Candidate) -> PrefectFuture:
-                return one.submit(c, refs[c.ecosystem], base, run_id, settings.max_repairs,
-                                  settings.instruction_style, chash)
+            task_runner = stack.enter_context(make_task_runner(kind, settings.workers, address))
 
-            for c, result in in_order(todo, submit, WINDOW_PER_WORKER * settings.workers):
+            def submit(c: Candidate) -> PrefectFuture:
+                return task_runner.submit(one, {
+                    "candidate": c, "ecosystem_ref": refs[c.ecosystem], "backend": base,
+                    "run_id": run_id, "max_repairs": settings.max_repairs,
+                    "instruction_style": settings.instruction_style, "config_hash": chash})
+
+            for c, result in Admission(todo, submit, settings.workers,
+                                       WINDOW_PER_WORKER * settings.workers, flow_run.get_id()):
                 outcome = result if isinstance(result, Outcome) else engine_failure(
                     c, c.ecosystem, base.type, run_id, result)
                 t_write = time.perf_counter()
@@ -222,6 +239,7 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
             writer.commit()
             write_s += time.perf_counter() - t_write
         finally:
+            stack.close()
             progress.close()
             close_run(run_id)
         con = connect(data, warn=logger.warning)
@@ -237,12 +255,12 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
             rejected=tally.attempts - tally.accepted, duplicates=tally.duplicates,
             provenance=identity.provenance(seed=settings.seed, image_id=None)))]))
         writer.commit()
-        if not any(e.status == "running" for e in manifest.runs.values()):
+        if all(e.status == "complete" for e in manifest.runs.values()):
             shutil.rmtree(data / RESULTS, ignore_errors=True)  # nothing left to resume
         heap.release()  # the report reads the whole dataset: start it from a trimmed heap
         _publish_report(data, run_id, logger)
-    return _summary(settings, run_id, base.type, planned, chash, replanned, resume, t0,
-                    write_s, tally)
+    return _summary(settings, run_id, base.type, placement, planned, chash, replanned, resume,
+                    t0, write_s, tally)
 
 
 def _result_storage(data: Path) -> LocalFileSystem:
@@ -271,22 +289,25 @@ def _publish_report(data: Path, run_id: str, logger: logging.Logger) -> None:
         con.close()
 
 
-def _summary(settings: RunSettings, run_id: str, backend: str, candidates: int, chash: str,
-             replanned: int, resumed: bool, t0: float, write_s: float,
+def _summary(settings: RunSettings, run_id: str, backend: str, runner: str, candidates: int,
+             chash: str, replanned: int, resumed: bool, t0: float, write_s: float,
              tally: runs.RunTally) -> RunSummary:
     rejected: collections.Counter[str] = collections.Counter()
     for y in tally.ecosystems.values():
         rejected.update(y.rejected)
+    host, path = ui.dataset_location(settings.data)
     summary = RunSummary(
-        run_id=run_id, backend=backend, candidates=candidates,
+        data=path, host=host, run_id=run_id, backend=backend, runner=runner,
+        candidates=candidates,
         skipped=candidates - tally.attempts, accepted=tally.accepted,
         accepted_without_repair=sum(y.accepted_without_repair for y in tally.ecosystems.values()),
         rejected=dict(rejected), duplicates=tally.duplicates, ecosystems=tally.ecosystems,
         duplicates_replanned=replanned, resumed=resumed,
         seconds=round(time.perf_counter() - t0, 2), write_s=round(write_s, 3),
-        data=str(settings.data), config_hash=chash)
+        config_hash=chash)
+    ui.publish_location(settings.data, run_id)
     create_table_artifact(
-        key="taskfactory-run-summary", description=f"taskfactory run {run_id}",
+        key="taskfactory-run-summary", description=f"taskfactory run {run_id} into {host}:{path}",
         table=[{"metric": k, "value": str(v)} for k, v in summary.model_dump().items()
                if k != "ecosystems"])
     create_table_artifact(
@@ -298,11 +319,10 @@ def _summary(settings: RunSettings, run_id: str, backend: str, candidates: int, 
 
 
 def run_factory(settings: RunSettings, run_id: str | None = None, resume: bool = False,
-                runner: str = "threads", address: str | None = None,
+                runner: Runner | str = Runner.threads, address: str | None = None,
                 only: list[str] | None = None) -> RunSummary:
     """Run the flow on ``runner`` (a thread pool sized for I/O-bound sandbox work, or a
     Dask cluster at ``address``; see flows/runners.py)."""
     logging.getLogger("prefect").setLevel(logging.WARNING)
-    task_runner = make_task_runner(runner, settings.workers, address)
-    return factory.with_options(task_runner=task_runner)(settings, run_id=run_id, resume=resume,
-                                                         only=only)
+    return factory(settings, run_id=run_id, resume=resume, runner=Runner(runner),
+                   address=address, only=only)

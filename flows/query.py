@@ -125,7 +125,7 @@ def format_rows(columns: list[str], rows: list[tuple], fmt: str, max_width: int 
                          for r in rows)
     if fmt == "csv":
         buf = io.StringIO()
-        writer = csv.writer(buf)
+        writer = csv.writer(buf, lineterminator="\n")  # not the module's default CRLF
         writer.writerow(columns)
         writer.writerows(rows)
         return buf.getvalue().rstrip("\n")

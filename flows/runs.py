@@ -4,8 +4,9 @@ Semantics (also in the README, "Resuming and rerunning"):
 
 - A run is recorded in the manifest as ``running`` when it starts work and ``complete``
   in the same manifest update that commits its ``runs`` row, so a killed run stays
-  ``running``.
-- ``--resume [RUN_ID]`` continues such a run (the newest one by default) with its
+  ``running``; a flow that raises marks it ``failed`` with the reason
+  (:func:`flows.run_failure.failed_on_error`).
+- ``--resume [RUN_ID]`` continues a running or failed run (the newest by default) with its
   recorded settings and **its run id**: continued rows carry the original ``run_id`` and
   a new ``provenance.flow_run_id``; the ``runs`` row counts the resumes.
 - Any run — new or resumed — skips every candidate whose attempt is already committed
@@ -43,7 +44,7 @@ def resumable(manifest: Manifest, data: str, run_id: str | None = None) -> str:
                                "start a new run without --resume")
         return run_id
     open_runs = sorted((e.started_at, rid) for rid, e in manifest.runs.items()
-                       if e.status == "running")
+                       if e.status != "complete")
     if not open_runs:
         raise DatasetError(f"--resume: no interrupted run in {data}; start one without "
                            "--resume")
@@ -65,6 +66,7 @@ def begin(manifest: Manifest, run_id: str, settings: dict, config_hash: str,
                                f"{entry.config_hash}, now {config_hash} (the code, an "
                                "ecosystem or an image changed); start a new run instead")
         entry.resumes += not repair
+        entry.status, entry.reason = "running", None
     if flow_run_id:
         entry.flow_run_ids.append(flow_run_id)
     return entry

@@ -1,8 +1,14 @@
-"""Run settings: what one factory run is asked to do, validated before any work starts."""
+"""Run settings: what one factory run is asked to do, validated before any work starts.
+
+They are also the ``settings`` parameter of the flow, so every field carries a default
+and a description, and fixed choices are enums: a deployment's run form in the Prefect UI
+shows each field with its help text and a dropdown where the choices are fixed.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -11,24 +17,51 @@ from environments.ecosystems import builtin_names, load_ecosystem
 from tasks.plan import DEFAULT_DEPTH_WEIGHTS
 
 
+class Backend(StrEnum):
+    """Where candidates' sandboxes run."""
+
+    auto = "auto"
+    docker = "docker"
+    local = "local"
+
+
+class InstructionStyle(StrEnum):
+    """How an instruction states what to do."""
+
+    goal = "goal"
+    step = "step"
+
+
 class RunSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    tasks: int = Field(20, ge=1, description="candidates to plan and run, over all ecosystems")
-    seed: int = Field(0, ge=0)
-    data: Path = Path("data")
-    backend: str = Field("auto", pattern="^(auto|docker|local)$")
-    ecosystems: list[str] = Field(default_factory=builtin_names, min_length=1)
-    """Built-in names or folders; candidates are split evenly between them."""
-    workers: int = Field(4, ge=1, le=64, description="candidates in flight at once")
-    max_repairs: int = Field(2, ge=0, le=10, description="targeted repairs per candidate")
-    instruction_style: str = Field("goal", pattern="^(goal|step)$")
-    """``goal``: the end state to reach; ``step``: the same items as ordered steps."""
-    depth_weights: dict[int, float] = Field(default_factory=lambda: dict(DEFAULT_DEPTH_WEIGHTS))
-    """Relative weight of each workflow depth (1..8) when planning."""
-    shard_rows: int = Field(500, ge=1, le=1_000_000)
-    """Rows per table that trigger a commit (shards also commit at 16 MB of buffered data);
-    changes the shard layout, not the rows, so it is not part of the config hash."""
+    tasks: int = Field(20, ge=1, description="Candidates to plan and run, over all ecosystems; "
+                                             "the summary says how many were accepted.")
+    seed: int = Field(0, ge=0, description="Run seed: the same seed plans the same candidates "
+                                           "and gives the same task ids.")
+    data: Path = Field(Path("data"), description=(
+        "Dataset folder. A relative path is resolved where the flow runs: under "
+        "TASKFACTORY_HOME if that is set there, else under the working directory."))
+    backend: Backend = Field(Backend.auto, description=(
+        "docker: a hardened container per candidate; local: a temporary folder with "
+        "resource limits (weaker isolation); auto: docker when a daemon answers, else local."))
+    ecosystems: list[str] = Field(builtin_names(), min_length=1, description=(
+        "Built-in names (files, git, service, sql) or ecosystem folders; candidates are split "
+        "evenly between them."))
+    workers: int = Field(4, ge=1, le=64, description=(
+        "Candidates in flight at once, on a thread pool or a Dask cluster alike."))
+    max_repairs: int = Field(2, ge=0, le=10, description=(
+        "Targeted repairs per candidate; 0 turns repair off."))
+    instruction_style: InstructionStyle = Field(
+        InstructionStyle.goal, title="Instruction Style", description=(
+            "goal: the end state to reach and the inputs the solver cannot discover; step: "
+            "the same items as ordered steps."))
+    depth_weights: dict[int, float] = Field(
+        dict(DEFAULT_DEPTH_WEIGHTS),
+        description="Relative weight of each workflow depth (1..8) when planning.")
+    shard_rows: int = Field(500, ge=1, le=1_000_000, description=(
+        "Rows per table that trigger a shard commit (shards also commit at 16 MB of buffered "
+        "data); changes the shard layout, not the rows."))
 
     @field_validator("ecosystems")
     @classmethod
@@ -62,4 +95,4 @@ class RunSettings(BaseModel):
         if not keep:
             raise ValueError(f"none of the ecosystems {self.ecosystems} runs on the {backend} "
                              "backend")
-        return self.model_copy(update={"backend": backend, "ecosystems": keep})
+        return self.model_copy(update={"backend": Backend(backend), "ecosystems": keep})

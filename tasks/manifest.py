@@ -3,7 +3,8 @@
 ``<data>/_manifest.json`` lists every committed shard (table, path, rows, bytes, sha256,
 run id, schema version, commit number), every commit (its number, run and candidate ids)
 and every run's state (``running`` until its last shard and its ``runs`` row are
-committed, then ``complete``).  Protocol:
+committed, then ``complete``; ``failed``, with the reason, when the flow raised).
+Protocol:
 
 1. a commit's shards are written to hidden temp names, fsynced and renamed into place;
    each carries its commit record (:mod:`tasks.commits`), so the log can be rebuilt;
@@ -85,7 +86,10 @@ class RunEntry(BaseModel):
     config_hash: str
     settings: dict
     started_at: str
-    status: Literal["running", "complete"] = "running"
+    status: Literal["running", "complete", "failed"] = "running"
+    """``running`` also after a kill; ``failed`` when the flow raised.  Both can be resumed."""
+    reason: str | None = None
+    """Why a ``failed`` run stopped: the exception's type and message."""
     resumes: int = 0
     flow_run_ids: list[str] = []
 

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from flows import limits
 from flows.query import run_query
 from tasks.llm import LLMClient, LLMConfig
+from tests.support.intervals import intervals, most_in_flight
 from tests.support.openai_server import OpenAIServer
 
 
@@ -29,16 +30,15 @@ def server_limit(name, limit, slot_decay_per_second=0.0):
             client.delete_global_concurrency_limit_by_name(name)
 
 
-def most_in_flight(data):
-    """The most candidates whose [start, end] intervals overlap, from the attempts table."""
-    _, rows = run_query(data, "select epoch(created_at) - total_s, epoch(created_at) "
-                              "from attempts")
-    events = sorted([(start, 1) for start, _ in rows] + [(end, -1) for _, end in rows])
-    now = most = 0
-    for _, step in events:  # an end sorts before a start at the same instant
-        now += step
-        most = max(most, now)
-    return most
+def running_task_runs(data):
+    """(start, end) of the run's candidate task runs, as the Prefect server recorded them."""
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    flow_run_id = run_query(data, "select flow_run_id from runs")[1][0][0]
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(flow_run_filter=FlowRunFilter(
+            id=FlowRunFilterId(any_=[flow_run_id])))
+    return [(r.start_time.timestamp(), r.end_time.timestamp()) for r in runs]
 
 
 def test_sandbox_limit_bounds_the_candidates_in_flight(cli, tmp_path):
@@ -46,11 +46,14 @@ def test_sandbox_limit_bounds_the_candidates_in_flight(cli, tmp_path):
         proc = cli("run", "--tasks", 8, "--seed", 5, "--backend", "local", "--workers", 4,
                    "--ecosystem", "files", "--data", tmp_path / folder)
         assert proc.returncode == 0, proc.stderr
-        return most_in_flight(tmp_path / folder)
+        return most_in_flight(intervals(tmp_path / folder))
 
     assert run("free") > 1  # four workers overlap when nothing limits them
     with server_limit(limits.SANDBOX, 1):
         assert run("limited") == 1
+    # a candidate waiting for the slot is not shown as running: no two task runs overlap
+    spans = running_task_runs(tmp_path / "limited")
+    assert len(spans) == 8 and most_in_flight(spans) == 1
 
 
 class Reply(BaseModel):

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.support.processes import stop
+
 PREFECT = str(Path(sys.executable).with_name("prefect"))
 
 
@@ -37,12 +39,13 @@ def prefect_server(home: Path, timeout_s: float = 180) -> Iterator[str]:
     home.mkdir(parents=True, exist_ok=True)
     port = _free_port()
     env = server_env(home)
+    api = f"http://127.0.0.1:{port}/api"
     env["PREFECT_API_DATABASE_CONNECTION_URL"] = f"sqlite+aiosqlite:///{home / 'prefect.db'}"
+    env["PREFECT_UI_API_URL"] = api  # the UI's pages call this, not the default port 4200
     log = open(home / "server.log", "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen([PREFECT, "server", "start", "--host", "127.0.0.1", "--port",
                              str(port)], env=env, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
-    api = f"http://127.0.0.1:{port}/api"
     try:
         deadline = time.monotonic() + timeout_s
         while True:
@@ -58,10 +61,5 @@ def prefect_server(home: Path, timeout_s: float = 180) -> Iterator[str]:
             time.sleep(0.5)
         yield api
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         log.close()

@@ -63,6 +63,14 @@ def test_query_skips_a_truncated_shard_with_one_warning_and_exit_3(data):
     assert f"taskfactory repair --data {data}" in line
 
 
+def test_query_csv_ends_lines_with_a_newline_only(data):
+    proc = subprocess.run(CLI + ["query", "select 'a' as x union all select 'b' order by 1",
+                                 "--data", str(data), "--format", "csv"],
+                          capture_output=True, timeout=120)  # bytes: no newline translation
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b"x\na\nb\n"  # a shell reading a value gets no stray \r
+
+
 def test_card_has_hf_configs_counts_and_png_plots(data):
     proc = run_cli("card", "--data", data)
     assert proc.returncode == 0, proc.stderr
