@@ -25,6 +25,7 @@ Both keep the same contract (the conformance suite runs against each).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import re
@@ -36,11 +37,13 @@ from docker.types import DriverConfig, LogConfig, Mount
 
 from environments.config import DockerConfig
 from environments.docker_exec import Hijacked, attach_container, exec_once, get_file, put_files
+from environments.docker_faults import ENGINE_ERRORS, EngineUnreachableError, as_infrastructure
 from environments.docker_runner import RunnerChannel, RunnerFileError, RunnerGone, RunnerSlot
 from environments.runner import container_argv
 from environments.sandbox import (
     DEFAULT_READ_MAX,
     ExecResult,
+    InfrastructureError,
     Sandbox,
     SandboxClosedError,
     SandboxError,
@@ -62,16 +65,19 @@ _RESTORE_SH = (
 
 
 def _remove(api: docker.APIClient, container_id: str) -> bool:
-    """Force-remove a container; False when it was already gone."""
+    """Force-remove a container; False when it was already gone.  InfrastructureError
+    when the engine does not answer (the container is reaped later)."""
     try:
         api.remove_container(container_id, force=True, v=True)
         return True
     except docker.errors.NotFound:
         return False
-    except docker.errors.APIError as e:
-        if e.status_code == 409 and "already in progress" in str(e):
+    except ENGINE_ERRORS as e:
+        if isinstance(e, docker.errors.APIError) and e.status_code == 409 \
+                and "already in progress" in str(e):
             return False
-        raise SandboxError(f"cannot remove container {container_id[:12]}: {e}") from e
+        what = f"cannot remove container {container_id[:12]}"
+        raise as_infrastructure(e, what) or SandboxError(f"{what}: {e}") from e
 
 
 def scratch_mounts(cfg: DockerConfig) -> tuple[list[Mount], dict[str, str]]:
@@ -116,7 +122,20 @@ class DockerSandbox(Sandbox):
     def _api_error(self, e: Exception, what: str) -> SandboxError:
         if self._closed:
             return SandboxClosedError(f"sandbox {self.name} is closed")
-        return SandboxError(f"{what} failed in sandbox {self.name}: {e}")
+        return (as_infrastructure(e, f"{what} in sandbox {self.name}")
+                or SandboxError(f"{what} failed in sandbox {self.name}: {e}"))
+
+    def _check_running(self, what: str) -> None:
+        """InfrastructureError when the container is gone or stopped (an engine restart
+        stops every container), or the engine does not answer."""
+        try:
+            state = self._api.inspect_container(self.container_id).get("State") or {}
+        except ENGINE_ERRORS as e:
+            raise self._api_error(e, what) from e
+        if not state.get("Running") and not self._closed:
+            raise InfrastructureError(
+                f"{what} in sandbox {self.name}: its container stopped "
+                f"({state.get('Status')}, exit code {state.get('ExitCode')})")
 
     def _closed_meanwhile(self) -> SandboxClosedError:
         return SandboxClosedError(f"sandbox {self.name} was closed while the call ran")
@@ -134,11 +153,13 @@ class DockerSandbox(Sandbox):
         runner = self._channel()
         if runner is not None:
             result = runner.exec(argv, timeout, wd, env, stdin, cap)
+            if not runner.alive and not self._closed:  # killed by the command, or the engine?
+                self._check_running("exec")
         else:
             try:
                 result = exec_once(self._api, self.container_id, self._cfg.user, cap, argv,
                                    timeout, wd, env, stdin)  # fmt: skip
-            except docker.errors.APIError as e:
+            except ENGINE_ERRORS as e:
                 raise self._api_error(e, "exec") from e
         if self._closed:
             raise self._closed_meanwhile()
@@ -183,7 +204,7 @@ class DockerSandbox(Sandbox):
                     raise SandboxError(f"cannot create {root} in {self.name}: {res.stderr}")
             try:
                 ok = put_files(self._api, self.container_id, root, group, self._cfg.user)
-            except docker.errors.APIError as e:
+            except ENGINE_ERRORS as e:
                 raise self._api_error(e, "write_files") from e
             if not ok:
                 raise SandboxError(f"put_archive to {root} failed in sandbox {self.name}")
@@ -207,12 +228,11 @@ class DockerSandbox(Sandbox):
         try:
             return get_file(self._api, self.container_id, p, max_bytes, self._abs,
                             f"sandbox {self.name}")  # fmt: skip
-        except docker.errors.NotFound as e:
-            if self._closed:
-                raise SandboxClosedError(f"sandbox {self.name} is closed") from e
-            raise FileNotFoundError(f"{p} not found in sandbox {self.name}") from e
-        except docker.errors.APIError as e:
-            raise self._api_error(e, "read_file") from e
+        except ENGINE_ERRORS as e:
+            failure = self._api_error(e, "read_file")
+            if isinstance(e, docker.errors.NotFound) and type(failure) is SandboxError:
+                raise FileNotFoundError(f"{p} not found in sandbox {self.name}") from e
+            raise failure from e
 
     def snapshot(self) -> Snapshot:
         self._check_open()
@@ -266,7 +286,7 @@ class DockerProvider(SandboxProvider):
             self.client = docker.from_env(timeout=API_TIMEOUT)
             self.client.ping()
         except docker.errors.DockerException as e:
-            raise SandboxUnavailableError(
+            raise EngineUnreachableError(
                 f"no Docker daemon answers ({e}); start one with "
                 "`bash environments/engine/ensure-docker.sh`"
             ) from e
@@ -298,8 +318,9 @@ class DockerProvider(SandboxProvider):
             raise SandboxUnavailableError(
                 f"base image {cfg.image} is missing; build it with `make image`"
             ) from e
-        except docker.errors.APIError as e:
-            raise SandboxError(f"cannot create a sandbox container from {cfg.image}: {e}") from e
+        except ENGINE_ERRORS as e:
+            what = f"cannot create a sandbox container from {cfg.image}"
+            raise as_infrastructure(e, what) or SandboxError(f"{what}: {e}") from e
         attached = None
         try:
             if via_runner:
@@ -309,9 +330,11 @@ class DockerProvider(SandboxProvider):
         except BaseException as e:
             if attached is not None:
                 attached[1]()
-            _remove(self.client.api, container.id)
-            if isinstance(e, docker.errors.APIError):
-                raise SandboxError(f"cannot start sandbox container {name}: {e}") from e
+            with contextlib.suppress(SandboxError):  # else reaped with the run
+                _remove(self.client.api, container.id)
+            if isinstance(e, ENGINE_ERRORS):
+                what = f"cannot start sandbox container {name}"
+                raise as_infrastructure(e, what) or SandboxError(f"{what}: {e}") from e
             raise
         if not self._register(sb):  # the provider was closed while we created it
             sb.close()
@@ -325,8 +348,9 @@ class DockerProvider(SandboxProvider):
         label = f"{RUN_LABEL}={run_id}" if run_id else RUN_LABEL
         try:
             found = self.client.api.containers(all=True, filters={"label": label})
-        except docker.errors.APIError as e:
-            raise SandboxError(f"cannot list sandbox containers: {e}") from e
+        except ENGINE_ERRORS as e:
+            what = "cannot list sandbox containers"
+            raise as_infrastructure(e, what) or SandboxError(f"{what}: {e}") from e
         with self._lock:
             mine = {sb.container_id: sb for sb in self._open if isinstance(sb, DockerSandbox)}
         removed = 0

@@ -65,6 +65,13 @@ class SandboxUnavailableError(SandboxError):
     """The backend cannot be used here (no Docker daemon, base image missing, ...)."""
 
 
+class InfrastructureError(SandboxError):
+    """What failed is the machinery under the sandbox, not the command: the engine is
+    unreachable or restarting, it answered with a server error, or the sandbox's container
+    vanished or stopped under a running candidate.  Never a verdict on a task: callers wait
+    for the engine and retry in a fresh sandbox."""
+
+
 class Snapshot(BaseModel):
     """Opaque handle to a snapshot of a sandbox's workdir (valid for that sandbox only)."""
 
@@ -122,7 +129,9 @@ class _ClosesOnExit:
 class Sandbox(_ClosesOnExit, abc.ABC):
     """One isolated working directory in which commands run.
 
-    All verbs raise ``SandboxClosedError`` after ``close()``. Usable as a context manager
+    All verbs raise ``SandboxClosedError`` after ``close()``, and ``InfrastructureError``
+    when the machinery under the sandbox fails (the engine stops answering, the container
+    is gone); a command's own failure is never an exception.  Usable as a context manager
     (closes on exit).
     """
 
@@ -241,7 +250,9 @@ class SandboxProvider(_ClosesOnExit, abc.ABC):
             except Exception as e:  # keep closing the others
                 errors.append(e)
         if errors:
-            raise SandboxError(f"{len(errors)} sandbox(es) failed to close: {errors[0]!r}")
+            infra = all(isinstance(e, InfrastructureError) for e in errors)
+            raise (InfrastructureError if infra else SandboxError)(
+                f"{len(errors)} sandbox(es) failed to close: {errors[0]!r}")
 
     # bookkeeping helpers for subclasses -------------------------------------------------
     def _register(self, sb: Sandbox) -> bool:

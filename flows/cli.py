@@ -17,6 +17,7 @@ from flows.cli_data import cmd_card, cmd_query, cmd_stats, dataset_manifest, res
 from flows.usage import UsageError
 
 EXIT_USAGE = 2
+EXIT_ERRORED = 75  # EX_TEMPFAIL: the infrastructure failed under some candidates; resume
 EXAMPLE_QUERY = ("select ecosystem, avg((status = 'accepted')::int) as yield, "
                  "avg((status = 'accepted' and len(repairs) = 0)::int) as yield_without_repair "
                  "from attempts group by ecosystem")
@@ -171,10 +172,14 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"{_share(y.accepted, y.candidates):>7}   without repair "
               f"{bare:>5} {_share(bare, y.candidates):>7}")
     print(f"rejected: {rejected} (duplicates: {summary.duplicates})")
+    if summary.errored:
+        print(f"errored: {summary.errored} candidates, stopped by the infrastructure (engine "
+              "or Prefect API), not rejected; the run is unfinished: run them again with "
+              f"`taskfactory run --resume --data {settings.data}`")
     print(f"dataset: {settings.data}/ (tables: tasks, trajectories, steps, attempts, runs; "
           f"card: {settings.data}/README.md)")
     print(f'try: taskfactory query "{EXAMPLE_QUERY}" --data {settings.data}')
-    return 0
+    return EXIT_ERRORED if summary.errored else 0
 
 
 def _share(part: int, whole: int) -> str:

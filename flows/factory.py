@@ -43,6 +43,7 @@ from flows.candidate import (
     ecosystem,
     engine_failure,
 )
+from flows.infrastructure import retried
 from flows.planned import PlannedCandidates
 from flows.progress import Progress
 from flows.provenance import (
@@ -79,6 +80,9 @@ class RunSummary(BaseModel):
     accepted: int
     accepted_without_repair: int
     rejected: dict[str, int]
+    errored: int = 0
+    """Stopped by the infrastructure (engine, Prefect API), neither accepted nor rejected:
+    the run stays unfinished, and ``--resume`` runs them again."""
     duplicates: int
     ecosystems: dict[str, runs.EcosystemYield]
     duplicates_replanned: int
@@ -95,11 +99,15 @@ def run_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendConf
     """:func:`flows.candidate.build_candidate`; ``config_hash`` (code, images, templates,
     ...) is unused here but part of the task's cache key.  Runs in the process that
     executes the candidate (a Dask worker too), so each keeps its own heap trimmed; holds
-    a slot of the server's ``sandbox`` limit, if there is one (:mod:`flows.limits`)."""
-    try:
+    a slot of the server's ``sandbox`` limit, if there is one (:mod:`flows.limits`).
+    Infrastructure failures are waited out and run again (:mod:`flows.infrastructure`)."""
+    def attempt() -> Outcome:
         with limits.sandbox_slot():
             return build_candidate(candidate, ecosystem_ref, backend, run_id,
                                    max_repairs=max_repairs, instruction_style=instruction_style)
+
+    try:
+        return retried(attempt, backend, f"candidate {candidate.index}")
     finally:
         heap.candidate_finished()
 
@@ -227,6 +235,12 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
             close_run(run_id)
         con = connect(data, checksum=False, warn=logger.warning)
         tally = runs.tally(con, run_id)
+        con.close()
+        if tally.errored:  # unfinished: a resume runs the errored candidates again
+            logger.warning("%d candidates errored (infrastructure); the run stays "
+                           "unfinished", tally.errored)
+            return _summary(settings, run_id, base.type, planned, chash, replanned, resume,
+                            t0, write_s, tally)
         entry.status = "complete"  # committed with the runs row, in one manifest update
         writer.add_group([("runs", RunRow(
             run_id=run_id, flow_run_id=flow_run.get_id(), config_hash=chash,
@@ -284,7 +298,8 @@ def _summary(settings: RunSettings, run_id: str, backend: str, candidates: int, 
         run_id=run_id, backend=backend, candidates=candidates,
         skipped=candidates - tally.attempts, accepted=tally.accepted,
         accepted_without_repair=sum(y.accepted_without_repair for y in tally.ecosystems.values()),
-        rejected=dict(rejected), duplicates=tally.duplicates, ecosystems=tally.ecosystems,
+        rejected=dict(rejected), errored=tally.errored, duplicates=tally.duplicates,
+        ecosystems=tally.ecosystems,
         duplicates_replanned=replanned, resumed=resumed,
         seconds=round(time.perf_counter() - t0, 2), write_s=round(write_s, 3),
         data=str(settings.data), config_hash=chash)

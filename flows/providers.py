@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 
 from environments.config import DockerConfig, LocalConfig, make_provider
-from environments.sandbox import SandboxProvider
+from environments.sandbox import InfrastructureError, SandboxProvider
+
+log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _providers: dict[tuple[str, str], SandboxProvider] = {}
@@ -20,13 +23,18 @@ def provider_for(config: DockerConfig | LocalConfig, run_id: str) -> SandboxProv
 
 
 def close_run(run_id: str) -> int:
-    """Close every provider of ``run_id`` and reap its sandboxes; returns how many were reaped."""
+    """Close every provider of ``run_id`` and reap its sandboxes; returns how many were reaped.
+    With the engine away, what is left is logged and reaped by a later run (its owner, this
+    process, will be dead by then)."""
     with _lock:
         mine = [(k, p) for k, p in _providers.items() if k[1] == run_id]
         for k, _ in mine:
             del _providers[k]
     reaped = 0
     for _, provider in mine:
-        provider.close()
-        reaped += provider.reap(run_id)
+        try:
+            provider.close()
+            reaped += provider.reap(run_id)
+        except InfrastructureError as exc:
+            log.warning("sandboxes of run %s left for a later run to reap: %s", run_id, exc)
     return reaped

@@ -17,7 +17,7 @@ from contextlib import AbstractContextManager, ExitStack
 from types import TracebackType
 
 from environments.ecosystems import Ecosystem
-from environments.sandbox import Sandbox, SandboxUnavailableError, Snapshot
+from environments.sandbox import InfrastructureError, Sandbox, SandboxUnavailableError, Snapshot
 from schemas.ecosystem import ServiceSpec
 from schemas.trace import EnvAdditions
 from tasks.failures import StageFailure
@@ -152,6 +152,8 @@ class LiveEnvironment:
         try:
             fresh = self._open(tuple(packages))
             sandbox = fresh.__enter__()
+        except InfrastructureError:  # the engine's failure, not the package's
+            raise
         except SandboxUnavailableError:
             return False
         old, self._stack = self._stack, ExitStack()
