@@ -102,7 +102,7 @@ def wait_for_engine(backend: DockerConfig | LocalConfig, max_s: float = ENGINE_W
     return True
 
 
-def engine_wait_s() -> float:
+def engine_wait_bound() -> float:
     """The engine wait bound: ``TASKFACTORY_ENGINE_WAIT_S`` seconds, else :data:`ENGINE_WAIT_S`."""
     return float(os.environ.get("TASKFACTORY_ENGINE_WAIT_S") or ENGINE_WAIT_S)
 
@@ -112,7 +112,7 @@ def retried(run: Callable[[], T], backend: DockerConfig | LocalConfig, name: str
     """``run()``, run again (up to ``tries`` in all) while it fails for infrastructure
     reasons, each time once the engine answers; raises :class:`CandidateErrored` when the
     failures outlast the tries or the engine stays away.  Other exceptions pass through."""
-    wait_s = engine_wait_s() if engine_wait_s is None else engine_wait_s
+    wait_s = engine_wait_bound() if engine_wait_s is None else engine_wait_s
     for attempt in range(1, tries + 1):
         try:
             return run()

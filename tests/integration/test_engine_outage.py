@@ -6,11 +6,9 @@ it stops and starts again; the engine everyone else uses is never touched.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -20,23 +18,15 @@ from environments.sandbox import InfrastructureError
 from flows.candidate import engine_failure
 from flows.infrastructure import CandidateErrored, retried
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
-from tests.support.private_engine import PrivateEngine, unavailable
+from tests.support.private_engine import private_engine
 
 pytestmark = pytest.mark.docker
 
 
 @pytest.fixture(scope="module")
 def engine():
-    why = unavailable()
-    if why:
-        pytest.skip(f"!!! no private Docker engine: {why} !!!")
-    eng = PrivateEngine(Path(f"/tmp/tf-test-engine-{os.getpid()}-{uuid.uuid4().hex[:6]}"))
-    try:
-        eng.start()
-        eng.import_base_image()
+    with private_engine() as eng:
         yield eng
-    finally:
-        eng.close()
 
 
 @pytest.fixture

@@ -16,6 +16,8 @@ import shutil
 import signal
 import subprocess
 import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import docker
@@ -133,3 +135,21 @@ def _kill_named(pidfile: Path, name: str) -> None:
                 os.kill(pid, 0)  # ProcessLookupError (an OSError) once it is gone
                 time.sleep(0.1)
     pidfile.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def private_engine() -> Iterator[PrivateEngine]:
+    """A started private engine with the base image; stopped and removed afterwards.
+    Skips the test (loudly) where none can be started."""
+    import pytest
+
+    why = unavailable()
+    if why:
+        pytest.skip(f"!!! no private Docker engine: {why} -- engine-outage test NOT run !!!")
+    engine = PrivateEngine(Path(f"/tmp/tf-test-engine-{os.getpid()}-{uuid.uuid4().hex[:6]}"))
+    try:
+        engine.start()
+        engine.import_base_image()
+        yield engine
+    finally:
+        engine.close()
