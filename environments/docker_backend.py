@@ -33,11 +33,12 @@ import uuid
 
 import docker
 import docker.errors
-from docker.types import DriverConfig, LogConfig, Mount
+from docker.types import LogConfig
 
 from environments.config import DockerConfig
 from environments.docker_exec import Hijacked, attach_container, exec_once, get_file, put_files
 from environments.docker_faults import ENGINE_ERRORS, EngineUnreachableError, as_infrastructure
+from environments.docker_mounts import SNAP_ROOT, scratch_mounts
 from environments.docker_runner import RunnerChannel, RunnerFileError, RunnerGone, RunnerSlot
 from environments.runner import container_argv
 from environments.sandbox import (
@@ -54,7 +55,6 @@ from environments.sandbox import (
 
 RUN_LABEL = "taskfactory.run"
 OWNER_LABEL = "taskfactory.owner_pid"
-SNAP_ROOT = "/tmp/.tf-snap"
 API_TIMEOUT = 60
 SNAPSHOT_TIMEOUT_S = 600
 _SNAPSHOT_SH = 'set -e; umask 077; mkdir -p "$1"; cp -a "$2/." "$1/"'
@@ -78,26 +78,6 @@ def _remove(api: docker.APIClient, container_id: str) -> bool:
             return False
         what = f"cannot remove container {container_id[:12]}"
         raise as_infrastructure(e, what) or SandboxError(f"{what}: {e}") from e
-
-
-def scratch_mounts(cfg: DockerConfig) -> tuple[list[Mount], dict[str, str]]:
-    """``mounts`` and ``tmpfs`` arguments that put the workdir and the snapshots in memory
-    (see ``DockerConfig.workdir_mb``; the snapshots' cap is ``memory_mb``), owned by a
-    numeric sandbox user (else world-writable, sticky).  The workdir is a tmpfs-backed
-    anonymous volume, not a plain tmpfs mount, because the engine's archive calls (the
-    ``write_files`` fallback, ``docker-exec`` mode) see volumes but not tmpfs mounts; the
-    container's removal (``v=True``) removes it."""
-    if cfg.workdir_mb == 0:
-        return [], {}
-    uid, _, gid = cfg.user.partition(":")
-    gid = gid or uid
-    owner = f"uid={uid},gid={gid}" if uid.isdigit() and gid.isdigit() else ""
-    def opts(mb: int, mode: str) -> str:
-        return ",".join(filter(None, [f"size={mb}m", "nosuid", "nodev", owner,
-                                      f"mode={mode if owner else '1777'}"]))
-    workdir = Mount(cfg.workdir, None, type="volume", driver_config=DriverConfig(
-        "local", {"type": "tmpfs", "device": "tmpfs", "o": opts(cfg.workdir_mb, "0755")}))
-    return [workdir], {SNAP_ROOT: opts(cfg.memory_mb, "0700")}
 
 
 class DockerSandbox(Sandbox):
@@ -298,7 +278,7 @@ class DockerProvider(SandboxProvider):
         all_labels = {**(labels or {}), RUN_LABEL: self.run_id, OWNER_LABEL: str(os.getpid())}
         name = f"tf-{re.sub(r'[^a-zA-Z0-9_.-]', '-', self.run_id)[:40]}-{uuid.uuid4().hex[:10]}"
         via_runner = cfg.exec_via == "runner"
-        mounts, tmpfs = scratch_mounts(cfg)
+        scratch = scratch_mounts(cfg)
         try:  # create + start (not containers.run): a missing image must not trigger a pull
             container = self.client.containers.create(
                 cfg.image, command=container_argv() if via_runner else ["sleep", "infinity"],
@@ -312,7 +292,7 @@ class DockerProvider(SandboxProvider):
                 mem_limit=f"{cfg.memory_mb}m", memswap_limit=f"{cfg.memory_mb}m",
                 nano_cpus=int(cfg.cpus * 1e9), user=cfg.user, working_dir=cfg.workdir,
                 labels=all_labels, log_config=LogConfig(type="none"), auto_remove=False,
-                mounts=mounts, tmpfs=tmpfs,
+                mounts=scratch.mounts, tmpfs=scratch.tmpfs, read_only=scratch.read_only,
             )  # fmt: skip
         except docker.errors.ImageNotFound as e:
             raise SandboxUnavailableError(

@@ -391,16 +391,41 @@ def test_docker_workdir_is_capped_and_in_memory(dsb: Sandbox) -> None:
 
 
 @pytest.mark.docker
-def test_docker_workdir_volume_goes_with_its_container(providers: _Providers) -> None:
+def test_docker_writable_places_are_capped_and_never_reach_the_disk(dsb: Sandbox) -> None:
+    cap = DockerConfig().tmp_mb
+    for place in ("/tmp", "/var/tmp", "/run/lock", "/home/agent"):
+        assert _lines(dsb, ["stat", "-f", "-c", "%T", place]) == ["tmpfs"], place
+        fill = dsb.exec(["dd", "if=/dev/zero", f"of={place}/big", "bs=1M", "count=1024"],
+                        timeout=60)  # 1 GiB
+        assert fill.exit_code != 0 and "No space left on device" in fill.stderr, (place, fill)
+        size = int(_lines(dsb, ["stat", "-c", "%s", f"{place}/big"])[0])
+        assert size <= cap * 2**20, place
+        assert dsb.exec(["rm", f"{place}/big"]).exit_code == 0
+    for elsewhere in ("/etc/tf-x", "/opt/tf-x", "/var/lib/tf-x", "/tf-x"):
+        res = dsb.exec(["touch", elsewhere])
+        assert res.exit_code != 0 and "Read-only file system" in res.stderr, res
+    [listed] = _docker_client().api.containers(  # type: ignore[attr-defined]
+        all=True, size=True, filters={"id": dsb.container_id})
+    assert listed.get("SizeRw", 0) < 2**20  # the container's disk layer holds nothing of it
+    assert _lines(dsb, ["stat", "-c", "%a", "/tmp"]) == ["1777"]
+    assert _lines(dsb, ["stat", "-c", "%U %a", "/home/agent"]) == ["agent 755"]
+    dsb.write_files({"/tmp/after.txt": b"room again"})  # still usable, by either path
+    assert dsb.read_file("/tmp/after.txt") == b"room again"
+
+
+@pytest.mark.docker
+def test_docker_scratch_volumes_go_with_their_container(providers: _Providers) -> None:
     client = _docker_client()
     with providers.get("docker").sandbox(labels={"test": "volume"}) as s:
-        [mount] = client.containers.get(s.container_id).attrs["Mounts"]  # type: ignore[attr-defined]
-        assert (mount["Type"], mount["Destination"]) == ("volume", "/workspace")
-        assert client.volumes.get(mount["Name"])
+        mounts = client.containers.get(s.container_id).attrs["Mounts"]  # type: ignore[attr-defined]
+        assert {(m["Type"], m["Destination"]) for m in mounts} == {
+            ("volume", p) for p in ("/workspace", "/tmp", "/var/tmp", "/run/lock", "/home/agent")}
+        assert all(client.volumes.get(m["Name"]) for m in mounts)
     import docker.errors
 
-    with pytest.raises(docker.errors.NotFound):
-        client.volumes.get(mount["Name"])
+    for m in mounts:
+        with pytest.raises(docker.errors.NotFound):
+            client.volumes.get(m["Name"])
 
 
 @pytest.mark.docker
