@@ -167,9 +167,12 @@ class Sandbox(_ClosesOnExit, abc.ABC):
         added to the sandbox's base environment. ``stdin`` bytes, when given, are fed to the
         process's stdin, which is then closed (otherwise stdin is empty/closed). After
         ``timeout`` seconds the whole process tree is killed and the result has
-        ``timed_out=True`` and exit code 124 (or 137). When the command exits, processes it
-        left running in its process group (background jobs, fork bombs) are killed too; a
-        service meant to outlive the call must start its own session (``setsid``).
+        ``timed_out=True`` and exit code 124 (or 137), and every process the command started
+        is killed too, in its process group or not (``setsid``, double forks, ``nohup``):
+        each inherits ``TF_EXEC_ID``, the exec's id (see the backends for what else they
+        kill).  When the command exits in time, processes it left running in its process
+        group (background jobs, fork bombs) are killed; a service meant to outlive the call
+        must start its own session (``setsid``).
         Never raises for non-zero exit codes (a missing command gives 127).
         """
 
