@@ -99,10 +99,10 @@ class DockerSandbox(Sandbox):
     def _abs(self, path: str) -> str:
         return posixpath.normpath(posixpath.join(self.workdir, path))
 
-    def _api_error(self, e: Exception, what: str) -> SandboxError:
+    def _api_error(self, e: Exception, what: str, server_errors: bool = True) -> SandboxError:
         if self._closed:
             return SandboxClosedError(f"sandbox {self.name} is closed")
-        return (as_infrastructure(e, f"{what} in sandbox {self.name}")
+        return (as_infrastructure(e, f"{what} in sandbox {self.name}", server_errors)
                 or SandboxError(f"{what} failed in sandbox {self.name}: {e}"))
 
     def _check_running(self, what: str) -> None:
@@ -185,7 +185,7 @@ class DockerSandbox(Sandbox):
             try:
                 ok = put_files(self._api, self.container_id, root, group, self._cfg.user)
             except ENGINE_ERRORS as e:
-                raise self._api_error(e, "write_files") from e
+                raise self._api_error(e, "write_files", server_errors=False) from e
             if not ok:
                 raise SandboxError(f"put_archive to {root} failed in sandbox {self.name}")
 
@@ -209,7 +209,7 @@ class DockerSandbox(Sandbox):
             return get_file(self._api, self.container_id, p, max_bytes, self._abs,
                             f"sandbox {self.name}")  # fmt: skip
         except ENGINE_ERRORS as e:
-            failure = self._api_error(e, "read_file")
+            failure = self._api_error(e, "read_file", server_errors=False)
             if isinstance(e, docker.errors.NotFound) and type(failure) is SandboxError:
                 raise FileNotFoundError(f"{p} not found in sandbox {self.name}") from e
             raise failure from e

@@ -30,15 +30,19 @@ _GONE = ("no such container", "is not running", "is restarting", "is paused",
          "is marked for removal", "removal of container")
 
 
-def as_infrastructure(exc: BaseException, what: str) -> InfrastructureError | None:
+def as_infrastructure(exc: BaseException, what: str, server_errors: bool = True
+                      ) -> InfrastructureError | None:
     """An ``InfrastructureError`` saying ``what`` failed when ``exc`` is the engine's
-    failure (unreachable, 5xx, the container gone or stopped); None otherwise."""
+    failure (unreachable, 5xx, the container gone or stopped); None otherwise.  Without
+    ``server_errors``, a 5xx is not one: the archive calls answer 500 for a path they
+    cannot write (a read-only root filesystem), which is the request's fault."""
     if isinstance(exc, InfrastructureError):
         return exc
     if isinstance(exc, docker.errors.APIError):
         status = exc.status_code or 0
         text = str(exc.explanation or exc).lower()
-        if status >= 500 or (status in (404, 409) and any(g in text for g in _GONE)):
+        if (status >= 500 and server_errors) or (
+                status in (404, 409) and any(g in text for g in _GONE)):
             return InfrastructureError(f"{what}: the engine answered {status}: "
                                        f"{exc.explanation or exc}")
         return None

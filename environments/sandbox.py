@@ -178,7 +178,8 @@ class Sandbox(_ClosesOnExit, abc.ABC):
 
     @abc.abstractmethod
     def write_files(self, files: dict[str, bytes]) -> None:
-        """Write files (paths relative to workdir, or absolute inside the sandbox).
+        """Write files (paths relative to workdir, or absolute inside the sandbox, where it
+        can be written: docker's root filesystem is read-only, see ``docker_mounts``).
 
         Parent directories are created; files are owned by the sandbox user (mode 0644).
         """
