@@ -136,15 +136,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not os.environ.get("PREFECT_API_URL"):
         print("prefect: no PREFECT_API_URL set, starting a temporary local API server "
               "(about 15 s; set PREFECT_API_URL to use a running server)", file=sys.stderr)
-    from flows.factory import run_factory
+    from environments.ecosystems.usercode import UserCodeError
+    from flows.factory import plan_ahead, run_factory
     from flows.provenance import new_run_id
     from flows.providers import close_run
+    from tasks.plan import PlanningError
 
     resume = run_id is not None
     run_id = run_id or new_run_id()
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1`: where it is stuck
     try:
+        plan_ahead(settings)  # a seed failing while planning: one line, nothing written
         summary = run_factory(settings, run_id=run_id, resume=resume, runner=args.runner,
                               address=args.address)
     except KeyboardInterrupt:
@@ -154,6 +157,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 130
     except DatasetError as exc:
         raise UsageError(str(exc)) from None
+    except (PlanningError, UserCodeError) as exc:
+        raise UsageError(f"planning failed: {exc}; fix the ecosystem") from None
     if summary.skipped == summary.candidates and not resume:
         print(f"run {summary.run_id}: nothing to do: all {summary.candidates} candidates of "
               f"this config (hash {summary.config_hash}) are already in {settings.data}; "
@@ -208,13 +213,14 @@ def cmd_export_sft(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from environments.ecosystems.usercode import UserCodeError
     from tasks.diversity import diversity, format_report
     from tasks.plan import PlanningError, plan_candidates
 
     eco = _ecosystem(args.ecosystem)
     try:
         candidates, stats = plan_candidates(eco, args.n, args.seed, _depth_weights(args))
-    except PlanningError as exc:
+    except (PlanningError, UserCodeError) as exc:
         raise UsageError(str(exc)) from None
     report = diversity(eco, candidates, stats.duplicates_replanned)
     print(report.model_dump_json(indent=2) if args.format == "json" else format_report(report))

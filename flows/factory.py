@@ -141,6 +141,16 @@ def plan_run(settings: RunSettings) -> tuple[PlannedCandidates, int]:
     return plan, replanned
 
 
+_ahead: dict[str, tuple[PlannedCandidates, int]] = {}
+
+
+def plan_ahead(settings: RunSettings) -> None:
+    """Plan the run now, outside any flow run, so that a seed failing or hanging while
+    planning (``UserCodeError``, ``PlanningError``) reaches the caller before Prefect runs
+    anything; the flow then takes this plan instead of planning again."""
+    _ahead[settings.model_dump_json()] = plan_run(settings)
+
+
 def in_order(todo: Iterable[Candidate], submit: Callable[[Candidate], PrefectFuture],
              window: int) -> Iterator[tuple[Candidate, object]]:
     """(candidate, result or exception) in the order of ``todo``; at most ``window``
@@ -185,6 +195,7 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
         max_repairs=settings.max_repairs, instruction_style=settings.instruction_style, llm=llm,
         dedup=index.policy)
     data = settings.data
+    plan, replanned = _ahead.pop(settings.model_dump_json(), None) or plan_run(settings)
     with open_for_writing(data) as (manifest, orphans):
         if orphans:
             logger.warning("removed %d uncommitted files of an interrupted writer", len(orphans))
@@ -192,7 +203,6 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
         held = runs.held_candidates(con, chash)
         index.add_all(runs.indexed_tasks(con))
         con.close()
-        plan, replanned = plan_run(settings)
         todo, planned = plan.without(held), len(plan)
         del plan  # only the candidates still to run are kept
         logger.info("run %s: %d candidates of %s on the %s backend, %d already in the "

@@ -137,3 +137,82 @@ def _rows(data: Path, sql: str) -> list[tuple]:
         return con.execute(sql).fetchall()
     finally:
         con.close()
+
+
+# ---- user code that hangs or raises ---------------------------------------------------
+
+UNRULY = "tests/fixtures/ecosystems/unruly"
+
+
+def test_a_hanging_seed_ends_its_candidate_with_its_own_reason_and_the_run_goes_on(
+        cli, tmp_path):
+    data = tmp_path / "d"
+    run = cli("run", "--tasks", 12, "--seed", 4, "--backend", "local", "--ecosystem", UNRULY,
+              "--workers", 3, "--data", data, env={"TASKFACTORY_SEED_TIMEOUT_S": "3"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = _rows(data, "select stage, reason, detail from attempts order by index")
+    reasons = [(stage, reason) for stage, reason, _ in rows]
+    assert len(rows) == 12
+    assert reasons.count(("realize", "seed_timeout")) == 2  # the seeds = 1 mod 5
+    assert reasons.count(("realize", "seed_error")) == 2  # the seeds = 2 mod 5
+    assert ("accepted", "accepted") in reasons and ("sandbox", "sandbox") not in reasons
+    details = {reason: detail for _, reason, detail in rows}
+    assert "did not return within 3 s" in details["seed_timeout"]
+    assert "ValueError: no notes for seed" in details["seed_error"]
+    assert "(seed.py, line" in details["seed_error"]
+
+
+def _unruly_copy(tmp_path: Path, seed_py: str) -> Path:
+    import shutil
+
+    eco = tmp_path / "eco"
+    shutil.copytree(UNRULY, eco)
+    (eco / "seed.py").write_text(seed_py)
+    return eco
+
+
+def _nothing_written(proc: subprocess.CompletedProcess, data: Path, needle: str) -> None:
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1].startswith("taskfactory: error:") and needle in lines[-1], lines[-1]
+    assert "Traceback" not in proc.stderr
+    assert not data.exists(), "the dataset folder was created"
+
+
+@pytest.mark.parametrize("layout,needle", [
+    ("raise KeyError('warehouse')", "planning failed: seed.layout("),
+    ("import time; time.sleep(3600)", "did not return within 3 s"),
+])
+def test_a_seed_layout_that_fails_while_planning_is_one_line_and_writes_nothing(
+        cli, tmp_path, layout, needle):
+    eco = _unruly_copy(tmp_path, f"def layout(seed):\n    {layout}\n\n\n"
+                                 "def generate(seed):\n    return {}\n")
+    data = tmp_path / "d"
+    before = sorted(tmp_path.iterdir())
+    proc = cli("run", "--tasks", 4, "--backend", "local", "--ecosystem", eco, "--data", data,
+               env={"TASKFACTORY_SEED_TIMEOUT_S": "3"})
+    _nothing_written(proc, data, needle)
+    assert sorted(tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize("change,needle", [
+    ("import", "seed.py: raises on import: RuntimeError: no database (seed.py, line 1)"),
+    ("type", "params.0 (note).type': nothing binds type 'file.nosuch'"),
+])
+def test_bad_ecosystems_are_one_line_before_anything_runs(tmp_path, change, needle):
+    eco = _unruly_copy(tmp_path, (Path(UNRULY) / "seed.py").read_text())
+    if change == "import":
+        (eco / "seed.py").write_text("raise RuntimeError('no database')\n")
+    else:
+        spec = eco / "ecosystem.yaml"
+        spec.write_text(spec.read_text().replace("type: file.text.note, description: The "
+                                                 "note to sort.", "type: file.nosuch, "
+                                                 "description: x."))
+    data = tmp_path / "d"
+    t0 = time.monotonic()
+    proc = subprocess.run(_cli("run", "--backend", "local", "--ecosystem", eco, "--data", data),
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PREFECT_API_URL": "http://127.0.0.1:9/api"})
+    _nothing_written(proc, data, needle)
+    assert proc.stderr.count("\n") == 1 and "prefect" not in proc.stderr
+    assert time.monotonic() - t0 < 60  # decided before Prefect: no server was needed
