@@ -133,10 +133,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     settings = settings.runnable_on(backend, left_out)
     _quiet_prefect()
+    server = None
     if not os.environ.get("PREFECT_API_URL"):
         print("prefect: no PREFECT_API_URL set, starting a temporary local API server "
               "(about 15 s; set PREFECT_API_URL to use a running server)", file=sys.stderr)
+        from flows.api_server import start_temporary_server
+
+        server = start_temporary_server()  # in its own session: Ctrl-C is ours to handle
     from environments.ecosystems.usercode import UserCodeError
+    from flows.api_server import ServerError
     from flows.factory import plan_ahead, run_factory
     from flows.provenance import new_run_id
     from flows.providers import close_run
@@ -148,6 +153,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1`: where it is stuck
     try:
         plan_ahead(settings)  # a seed failing while planning: one line, nothing written
+        if server is not None:
+            server.wait_ready(float(os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"]))
         summary = run_factory(settings, run_id=run_id, resume=resume, runner=args.runner,
                               address=args.address)
     except KeyboardInterrupt:
@@ -159,6 +166,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     except (PlanningError, UserCodeError) as exc:
         raise UsageError(f"planning failed: {exc}; fix the ecosystem") from None
+    except ServerError as exc:
+        raise UsageError(str(exc)) from None
     if summary.skipped == summary.candidates and not resume:
         print(f"run {summary.run_id}: nothing to do: all {summary.candidates} candidates of "
               f"this config (hash {summary.config_hash}) are already in {settings.data}; "

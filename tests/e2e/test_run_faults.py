@@ -216,3 +216,63 @@ def test_bad_ecosystems_are_one_line_before_anything_runs(tmp_path, change, need
     _nothing_written(proc, data, needle)
     assert proc.stderr.count("\n") == 1 and "prefect" not in proc.stderr
     assert time.monotonic() - t0 < 60  # decided before Prefect: no server was needed
+
+
+# ---- Ctrl-C in a terminal ---------------------------------------------------------------
+
+def test_ctrl_c_to_the_process_group_stops_the_run_and_its_temporary_server(tmp_path):
+    """SIGINT to the whole process group, as a terminal sends it, with the temporary
+    Prefect server of a run that has no PREFECT_API_URL."""
+    import signal
+
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env.update(PREFECT_HOME=str(tmp_path / "prefect"), PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               DO_NOT_TRACK="1")
+    data = tmp_path / "d"
+    proc = subprocess.Popen([sys.executable, "-c", CLI_WITH_CTRL_C, "run", "--tasks", "60",
+                             "--backend", "local", "--ecosystem", "files", "--workers", "2",
+                             "--data", str(data)], env=env, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while committed_attempts(data) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert proc.poll() is None, proc.communicate()[1][-3000:]
+    servers = _children(proc.pid, "uvicorn")
+    assert len(servers) == 1, "the run has no temporary server of its own"
+    assert os.getsid(servers[0]) != os.getsid(proc.pid)  # not in the terminal's session
+    t0 = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=30)  # a correctness bound, not a speed claim
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail(f"the run did not stop within 30 s of SIGINT: {proc.communicate()[1]}")
+    assert proc.returncode == 130, err[-3000:]
+    assert f"taskfactory run --resume --data {data}" in err
+    assert "Traceback" not in err
+    assert time.monotonic() - t0 < 30
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{servers[0]}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(f"/proc/{servers[0]}").exists(), "the temporary server was left behind"
+
+
+CLI_WITH_CTRL_C = ("import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler);"
+                   " runpy.run_module('flows.cli', run_name='__main__')")
+"""A terminal's Ctrl-C reaches a process whose SIGINT is at its default; a suite started
+from a script without job control inherits SIGINT ignored, so the CLI puts it back."""
+
+
+def _children(pid: int, name: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if int(stat[1]) == pid and name in cmdline:
+            found.append(int(entry.name))
+    return found

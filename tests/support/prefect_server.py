@@ -7,11 +7,11 @@ import os
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from flows.api_server import stop_process, wait_healthy
 
 PREFECT = str(Path(sys.executable).with_name("prefect"))
 
@@ -44,24 +44,10 @@ def prefect_server(home: Path, timeout_s: float = 180) -> Iterator[str]:
                             start_new_session=True)
     api = f"http://127.0.0.1:{port}/api"
     try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                with urllib.request.urlopen(f"{api}/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"prefect server did not start: "
-                                   f"{(home / 'server.log').read_text()[-2000:]}")
-            time.sleep(0.5)
+        if not wait_healthy(api, proc, timeout_s):
+            raise RuntimeError(f"prefect server did not start: "
+                               f"{(home / 'server.log').read_text()[-2000:]}")
         yield api
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, 30)
         log.close()
