@@ -61,8 +61,8 @@ def _what(role: str, name: str, args: tuple) -> str:
     return f"{role}.{name}({shown})"
 
 
-def _guarded(role: str, name: str, fn: Callable[..., Any], folder: Path, *args: Any,
-             **kwargs: Any) -> Any:
+def _guarded(role: str, name: str, fn: Callable[..., Any], folder: Path, /, *args: Any,
+             **kwargs: Any) -> Any:  # positional-only: a sampler's context may be `name=`
     try:
         return fn(*args, **kwargs)
     except Exception as exc:
@@ -81,7 +81,7 @@ def _in_workers(folder: Path, modules: dict[str, str]) -> Functions:
         files = ", ".join(modules.values())
         raise UserCodeError(f"import {files}", exc.detail, exc.timed_out) from None
 
-    def proxy(role: str, name: str, *args: Any, **kwargs: Any) -> Any:
+    def proxy(role: str, name: str, /, *args: Any, **kwargs: Any) -> Any:
         return pool.call(role, name, args, kwargs, timeout_s(role), _what(role, name, args))
 
     return {role: {name: partial(proxy, role, name) for name in role_names}

@@ -106,3 +106,13 @@ def test_an_unbindable_parameter_type_is_refused_when_the_ecosystem_loads(tmp_pa
         f"{spec}: field 'tools.1 (sorted_copy).params.0 (note).type': nothing binds type "
         "'file.nosuch' (no state type or tool return satisfies it); use a type that one "
         "does, or give the parameter a sample or fresh")
+
+
+@pytest.mark.parametrize("in_workers", [True, False])
+def test_a_samplers_context_may_use_any_keyword(tmp_path, in_workers):
+    from environments.ecosystems.code import load_functions
+
+    (tmp_path / "s.py").write_text("def pick(content, rng, name, role):\n"
+                                   "    return f'{name}/{role}'\n")
+    functions = load_functions(tmp_path, {"samplers": "s.py"}, in_workers)
+    assert functions["samplers"]["pick"](b"", random.Random(1), name="n", role="r") == "n/r"
