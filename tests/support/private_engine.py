@@ -144,6 +144,9 @@ def private_engine() -> Iterator[PrivateEngine]:
     import pytest
 
     why = unavailable()
+    if why and os.environ.get("TASKFACTORY_REQUIRE_DOCKER") == "1":
+        pytest.fail(f"no private Docker engine: {why} (TASKFACTORY_REQUIRE_DOCKER=1: failing)",
+                    pytrace=False)
     if why:
         pytest.skip(f"!!! no private Docker engine: {why} -- engine-outage test NOT run !!!")
     engine = PrivateEngine(Path(f"/tmp/tf-test-engine-{os.getpid()}-{uuid.uuid4().hex[:6]}"))
