@@ -54,7 +54,7 @@ from flows.provenance import (
     llm_identity,
     new_run_id,
 )
-from flows.providers import close_run, provider_for
+from flows.providers import close_run, open_run, provider_for, run_closed
 from flows.query import connect
 from flows.recorder import Recorder
 from flows.runners import make_task_runner, runner_from_env
@@ -107,7 +107,8 @@ def run_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendConf
                                    max_repairs=max_repairs, instruction_style=instruction_style)
 
     try:
-        return retried(attempt, backend, f"candidate {candidate.index}")
+        return retried(attempt, backend, f"candidate {candidate.index}",
+                       stopping=lambda: run_closed(run_id))
     finally:
         heap.candidate_finished()
 
@@ -219,6 +220,7 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
         recorder = Recorder(identity, images, index)
         writer = ShardWriter(data, manifest, run_id, max_rows=settings.shard_rows)
         one = candidate_task.with_options(result_storage=_result_storage(data))
+        open_run(run_id)
         reaped = provider_for(base, run_id).reap(None)  # one engine for every image
         if reaped:
             logger.warning("reaped %d orphaned sandboxes from dead runs", reaped)

@@ -88,16 +88,21 @@ def errored(stage: str, exc: BaseException) -> CandidateErrored | None:
     return CandidateErrored(stage, reason, f"{type(exc).__name__}: {exc}{where}")
 
 
-def wait_for_engine(backend: DockerConfig | LocalConfig, max_s: float = ENGINE_WAIT_S) -> bool:
+def wait_for_engine(backend: DockerConfig | LocalConfig, max_s: float = ENGINE_WAIT_S,
+                    stopping: Callable[[], bool] = lambda: False) -> bool:
     """Ping the backend's engine, backing off from 0.5 s to 10 s, until it answers (True)
-    or ``max_s`` passed (False).  The local backend has no engine: True at once."""
+    or ``max_s`` passed or ``stopping()`` (False).  The local backend has no engine: True
+    at once."""
     if not isinstance(backend, DockerConfig):
         return True
     deadline, pause = time.monotonic() + max_s, 0.5
     while not docker_available(timeout=3.0):
-        if time.monotonic() + pause > deadline:
+        if stopping() or time.monotonic() + pause > deadline:
             return False
-        time.sleep(pause)
+        for _ in range(int(pause / 0.25)):  # a stopping run is noticed within 0.25 s
+            if stopping():
+                return False
+            time.sleep(0.25)
         pause = min(2 * pause, 10.0)
     return True
 
@@ -108,10 +113,12 @@ def engine_wait_bound() -> float:
 
 
 def retried(run: Callable[[], T], backend: DockerConfig | LocalConfig, name: str,
-            tries: int = TRIES, engine_wait_s: float | None = None) -> T:
+            tries: int = TRIES, engine_wait_s: float | None = None,
+            stopping: Callable[[], bool] = lambda: False) -> T:
     """``run()``, run again (up to ``tries`` in all) while it fails for infrastructure
     reasons, each time once the engine answers; raises :class:`CandidateErrored` when the
-    failures outlast the tries or the engine stays away.  Other exceptions pass through."""
+    failures outlast the tries, the engine stays away or ``stopping()`` (the run is being
+    interrupted).  Other exceptions pass through."""
     wait_s = engine_wait_bound() if engine_wait_s is None else engine_wait_s
     for attempt in range(1, tries + 1):
         try:
@@ -120,8 +127,8 @@ def retried(run: Callable[[], T], backend: DockerConfig | LocalConfig, name: str
             failure = errored("sandbox", exc)
             if failure is None:
                 raise
-            back = attempt < tries and (failure.reason != "engine"
-                                        or wait_for_engine(backend, wait_s))
+            back = attempt < tries and not stopping() and (
+                failure.reason != "engine" or wait_for_engine(backend, wait_s, stopping))
             if not back:
                 if failure is exc:
                     raise

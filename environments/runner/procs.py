@@ -75,7 +75,10 @@ def kill_strays(marker: str, since: float | None, keep: tuple[int, ...] = ()) ->
     ``TF_EXEC_ID=marker``, and — when ``since`` (boot ticks at the exec's start) is given —
     every process of this uid started since then that carries no ``TF_EXEC_ID`` at all
     (it cleared its environment; one carrying another exec's id belongs to that exec).
-    Never this process, its parent or ``keep``.  Returns how many were killed."""
+    Never this process, its parent or ``keep``.  Returns how many were killed.
+
+    A process forked by the runner without an exec (``pyfork``) shows the runner's
+    environment, so a concurrent exec's forked ``python3 -`` counts as carrying no id."""
     tag, me, uid = f"{MARKER}={marker}".encode(), os.getpid(), os.getuid()
     spared = {me, os.getppid(), 1, *keep}
     killed = 0

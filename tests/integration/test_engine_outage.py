@@ -93,3 +93,16 @@ def test_an_engine_that_stays_away_gives_an_errored_attempt(on_engine):
     assert (attempt.status, attempt.stage, attempt.reason) == ("errored", "sandbox", "engine")
     assert "InfrastructureError" in attempt.detail and "unreachable" in attempt.detail
     on_engine.start()
+
+
+def test_a_run_that_is_stopping_does_not_wait_for_the_engine(on_engine):
+    provider = DockerProvider(DockerConfig(), f"outage-{uuid.uuid4().hex[:6]}")
+    on_engine.stop()
+    stopping = threading.Event()
+    threading.Timer(1.0, stopping.set).start()  # Ctrl-C: the run closes its providers
+    t0 = time.monotonic()
+    with pytest.raises(CandidateErrored):
+        retried(lambda: provider.open(), DockerConfig(), "candidate 0", engine_wait_s=300,
+                stopping=stopping.is_set)
+    assert time.monotonic() - t0 < 60  # a correctness bound: it did not wait 300 s
+    on_engine.start()
