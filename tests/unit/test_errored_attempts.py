@@ -48,3 +48,32 @@ def test_errored_attempts_hold_nothing_and_a_later_attempt_supersedes_them(tmp_p
     section = text.split("## Errored")[1].split("##")[0]
     assert "| execute | engine | 1 | 1 |" in section  # one run again, one still errored
     assert "| files | 3 | 0 | 0 | 0 | 0 | 1 |" in text  # 3 candidates, 1 of them errored
+
+
+def test_what_counts_as_an_infrastructure_failure():
+    import docker.errors
+    import httpx
+    import requests
+
+    from flows.infrastructure import infrastructure_reason
+
+    def status(code: int) -> httpx.HTTPStatusError:
+        request = httpx.Request("GET", "http://127.0.0.1/api/health")
+        return httpx.HTTPStatusError("x", request=request,
+                                     response=httpx.Response(code, request=request))
+
+    def api(code: int, text: str) -> docker.errors.APIError:
+        response = requests.Response()
+        response.status_code = code
+        return docker.errors.APIError("x", response=response, explanation=text)
+
+    assert infrastructure_reason(InfrastructureError("gone")) == "engine"
+    assert infrastructure_reason(requests.ConnectionError("refused")) == "engine"
+    assert infrastructure_reason(api(500, "engine trouble")) == "engine"
+    assert infrastructure_reason(api(409, "container abc is not running")) == "engine"
+    assert infrastructure_reason(api(404, "No such container: abc")) == "engine"
+    assert infrastructure_reason(api(400, "invalid mount config")) is None
+    assert infrastructure_reason(httpx.ConnectError("refused")) == "prefect_api"
+    assert infrastructure_reason(status(503)) == "prefect_api"
+    assert infrastructure_reason(status(404)) is None
+    assert infrastructure_reason(ValueError("a task's own")) is None
