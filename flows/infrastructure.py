@@ -22,6 +22,7 @@ from typing import TypeVar
 import httpx
 
 from environments.config import DockerConfig, LocalConfig, docker_available
+from environments.docker_faults import ENGINE_ERRORS, as_infrastructure
 from environments.sandbox import InfrastructureError
 
 log = logging.getLogger(__name__)
@@ -53,25 +54,12 @@ def infrastructure_reason(exc: BaseException) -> str | None:
     """``engine`` or ``prefect_api`` when ``exc`` is an infrastructure failure, else None."""
     if isinstance(exc, InfrastructureError):
         return "engine"
-    if isinstance(exc, DOCKER_ERRORS):
-        from environments.docker_faults import as_infrastructure
-
+    if isinstance(exc, ENGINE_ERRORS):
         return "engine" if as_infrastructure(exc, "") is not None else None
     if isinstance(exc, httpx.TransportError) or (
             isinstance(exc, httpx.HTTPStatusError) and exc.response.status_code >= 500):
         return "prefect_api"
     return None
-
-
-def _docker_errors() -> tuple[type[BaseException], ...]:
-    try:
-        from environments.docker_faults import ENGINE_ERRORS
-    except ImportError:  # no docker SDK: no engine errors to tell apart
-        return ()
-    return ENGINE_ERRORS
-
-
-DOCKER_ERRORS = _docker_errors()
 
 
 def errored(stage: str, exc: BaseException) -> CandidateErrored | None:
