@@ -44,6 +44,7 @@ from flows.candidate import (
     engine_failure,
 )
 from flows.infrastructure import retried
+from flows.interrupts import keyboard_interrupts
 from flows.planned import PlannedCandidates
 from flows.progress import Progress
 from flows.provenance import (
@@ -200,10 +201,11 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
     with open_for_writing(data) as (manifest, orphans):
         if orphans:
             logger.warning("removed %d uncommitted files of an interrupted writer", len(orphans))
-        con = connect(data, checksum=True, warn=logger.warning)
-        held = runs.held_candidates(con, chash)
-        index.add_all(runs.indexed_tasks(con))
-        con.close()
+        with keyboard_interrupts():  # Ctrl-C while DuckDB reads the dataset is still Ctrl-C
+            con = connect(data, checksum=True, warn=logger.warning)
+            held = runs.held_candidates(con, chash)
+            index.add_all(runs.indexed_tasks(con))
+            con.close()
         todo, planned = plan.without(held), len(plan)
         del plan  # only the candidates still to run are kept
         logger.info("run %s: %d candidates of %s on the %s backend, %d already in the "
@@ -245,9 +247,10 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
         finally:
             progress.close()
             close_run(run_id)
-        con = connect(data, checksum=False, warn=logger.warning)
-        tally = runs.tally(con, run_id)
-        con.close()
+        with keyboard_interrupts():
+            con = connect(data, checksum=False, warn=logger.warning)
+            tally = runs.tally(con, run_id)
+            con.close()
         if tally.errored:  # unfinished: a resume runs the errored candidates again
             logger.warning("%d candidates errored (infrastructure); the run stays "
                            "unfinished", tally.errored)
@@ -281,6 +284,7 @@ def _result_storage(data: Path) -> LocalFileSystem:
     return block
 
 
+@keyboard_interrupts()
 def _publish_report(data: Path, run_id: str, logger: logging.Logger) -> None:
     """The dataset card (README.md + plots) and the same report as a markdown artifact."""
     from flows.card import write_card

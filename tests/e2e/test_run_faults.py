@@ -87,6 +87,7 @@ def start_and_stop_the_engine_mid_run(engine, api_url: str, data: Path, outage_s
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
+@pytest.mark.docker
 def test_engine_stopped_for_2_s_mid_run_loses_no_candidate(engine, prefect_api_url,
                                                            reference, tmp_path):
     data = tmp_path / "outage"
@@ -105,6 +106,7 @@ def test_engine_stopped_for_2_s_mid_run_loses_no_candidate(engine, prefect_api_u
     assert _rows(data, task_ids) == _rows(reference, task_ids)
 
 
+@pytest.mark.docker
 def test_engine_away_past_the_wait_gives_errored_candidates_that_resume_runs(
         engine, prefect_api_url, reference, tmp_path):
     data = tmp_path / "away"
@@ -231,11 +233,12 @@ def test_ctrl_c_to_the_process_group_stops_the_run_and_its_temporary_server(tmp_
     data = tmp_path / "d"
     proc = subprocess.Popen([sys.executable, "-c", CLI_WITH_CTRL_C, "run", "--tasks", "60",
                              "--backend", "local", "--ecosystem", "files", "--workers", "2",
-                             "--data", str(data)], env=env, text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+                             "--shard-rows", "1", "--data", str(data)], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
     deadline = time.monotonic() + 300
     while committed_attempts(data) < 2 and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.1)
+        time.sleep(0.1)  # one commit per candidate: the run is in its loop
     assert proc.poll() is None, proc.communicate()[1][-3000:]
     servers = _children(proc.pid, "uvicorn")
     assert len(servers) == 1, "the run has no temporary server of its own"
