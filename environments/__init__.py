@@ -14,6 +14,7 @@ from environments.config import (
 )
 from environments.sandbox import (
     ExecResult,
+    InfrastructureError,
     Sandbox,
     SandboxClosedError,
     SandboxError,
@@ -26,6 +27,7 @@ __all__ = [
     "BackendConfig",
     "DockerConfig",
     "ExecResult",
+    "InfrastructureError",
     "LocalConfig",
     "Sandbox",
     "SandboxClosedError",

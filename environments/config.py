@@ -43,6 +43,13 @@ class DockerConfig(BaseModel):
     snapshots on another, capped at ``memory_mb``); their pages count against
     ``memory_mb``.  A full workdir fails writes with ENOSPC, and the candidates' file
     churn never reaches the engine's disk.  0: the container's disk layer, uncapped."""
+    tmp_mb: int = Field(default=128, ge=0)
+    """``/tmp``, ``/var/tmp``, ``/run/lock`` and ``home`` are in-memory filesystems capped
+    at this many MiB each, and (with ``workdir_mb`` > 0) the root filesystem is read-only:
+    nothing a command writes reaches the engine's disk (``environments.docker_mounts``).
+    0: those places stay on the container's disk layer, uncapped."""
+    home: str = "/home/agent"
+    """The sandbox user's home in the image (made an in-memory place, starting empty)."""
     init: bool = True
     output_cap_bytes: int = Field(default=2**20, gt=0)
     # "runner": verbs go through one long-lived process per sandbox inside the container

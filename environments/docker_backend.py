@@ -25,6 +25,7 @@ Both keep the same contract (the conformance suite runs against each).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import re
@@ -32,15 +33,18 @@ import uuid
 
 import docker
 import docker.errors
-from docker.types import DriverConfig, LogConfig, Mount
+from docker.types import LogConfig
 
 from environments.config import DockerConfig
 from environments.docker_exec import Hijacked, attach_container, exec_once, get_file, put_files
+from environments.docker_faults import ENGINE_ERRORS, EngineUnreachableError, as_infrastructure
+from environments.docker_mounts import SNAP_ROOT, scratch_mounts
 from environments.docker_runner import RunnerChannel, RunnerFileError, RunnerGone, RunnerSlot
 from environments.runner import container_argv
 from environments.sandbox import (
     DEFAULT_READ_MAX,
     ExecResult,
+    InfrastructureError,
     Sandbox,
     SandboxClosedError,
     SandboxError,
@@ -51,7 +55,6 @@ from environments.sandbox import (
 
 RUN_LABEL = "taskfactory.run"
 OWNER_LABEL = "taskfactory.owner_pid"
-SNAP_ROOT = "/tmp/.tf-snap"
 API_TIMEOUT = 60
 SNAPSHOT_TIMEOUT_S = 600
 _SNAPSHOT_SH = 'set -e; umask 077; mkdir -p "$1"; cp -a "$2/." "$1/"'
@@ -62,36 +65,19 @@ _RESTORE_SH = (
 
 
 def _remove(api: docker.APIClient, container_id: str) -> bool:
-    """Force-remove a container; False when it was already gone."""
+    """Force-remove a container; False when it was already gone.  InfrastructureError
+    when the engine does not answer (the container is reaped later)."""
     try:
         api.remove_container(container_id, force=True, v=True)
         return True
     except docker.errors.NotFound:
         return False
-    except docker.errors.APIError as e:
-        if e.status_code == 409 and "already in progress" in str(e):
+    except ENGINE_ERRORS as e:
+        if isinstance(e, docker.errors.APIError) and e.status_code == 409 \
+                and "already in progress" in str(e):
             return False
-        raise SandboxError(f"cannot remove container {container_id[:12]}: {e}") from e
-
-
-def scratch_mounts(cfg: DockerConfig) -> tuple[list[Mount], dict[str, str]]:
-    """``mounts`` and ``tmpfs`` arguments that put the workdir and the snapshots in memory
-    (see ``DockerConfig.workdir_mb``; the snapshots' cap is ``memory_mb``), owned by a
-    numeric sandbox user (else world-writable, sticky).  The workdir is a tmpfs-backed
-    anonymous volume, not a plain tmpfs mount, because the engine's archive calls (the
-    ``write_files`` fallback, ``docker-exec`` mode) see volumes but not tmpfs mounts; the
-    container's removal (``v=True``) removes it."""
-    if cfg.workdir_mb == 0:
-        return [], {}
-    uid, _, gid = cfg.user.partition(":")
-    gid = gid or uid
-    owner = f"uid={uid},gid={gid}" if uid.isdigit() and gid.isdigit() else ""
-    def opts(mb: int, mode: str) -> str:
-        return ",".join(filter(None, [f"size={mb}m", "nosuid", "nodev", owner,
-                                      f"mode={mode if owner else '1777'}"]))
-    workdir = Mount(cfg.workdir, None, type="volume", driver_config=DriverConfig(
-        "local", {"type": "tmpfs", "device": "tmpfs", "o": opts(cfg.workdir_mb, "0755")}))
-    return [workdir], {SNAP_ROOT: opts(cfg.memory_mb, "0700")}
+        what = f"cannot remove container {container_id[:12]}"
+        raise as_infrastructure(e, what) or SandboxError(f"{what}: {e}") from e
 
 
 class DockerSandbox(Sandbox):
@@ -113,10 +99,23 @@ class DockerSandbox(Sandbox):
     def _abs(self, path: str) -> str:
         return posixpath.normpath(posixpath.join(self.workdir, path))
 
-    def _api_error(self, e: Exception, what: str) -> SandboxError:
+    def _api_error(self, e: Exception, what: str, server_errors: bool = True) -> SandboxError:
         if self._closed:
             return SandboxClosedError(f"sandbox {self.name} is closed")
-        return SandboxError(f"{what} failed in sandbox {self.name}: {e}")
+        return (as_infrastructure(e, f"{what} in sandbox {self.name}", server_errors)
+                or SandboxError(f"{what} failed in sandbox {self.name}: {e}"))
+
+    def _check_running(self, what: str) -> None:
+        """InfrastructureError when the container is gone or stopped (an engine restart
+        stops every container), or the engine does not answer."""
+        try:
+            state = self._api.inspect_container(self.container_id).get("State") or {}
+        except ENGINE_ERRORS as e:
+            raise self._api_error(e, what) from e
+        if not state.get("Running") and not self._closed:
+            raise InfrastructureError(
+                f"{what} in sandbox {self.name}: its container stopped "
+                f"({state.get('Status')}, exit code {state.get('ExitCode')})")
 
     def _closed_meanwhile(self) -> SandboxClosedError:
         return SandboxClosedError(f"sandbox {self.name} was closed while the call ran")
@@ -134,11 +133,13 @@ class DockerSandbox(Sandbox):
         runner = self._channel()
         if runner is not None:
             result = runner.exec(argv, timeout, wd, env, stdin, cap)
+            if not runner.alive and not self._closed:  # killed by the command, or the engine?
+                self._check_running("exec")
         else:
             try:
                 result = exec_once(self._api, self.container_id, self._cfg.user, cap, argv,
                                    timeout, wd, env, stdin)  # fmt: skip
-            except docker.errors.APIError as e:
+            except ENGINE_ERRORS as e:
                 raise self._api_error(e, "exec") from e
         if self._closed:
             raise self._closed_meanwhile()
@@ -183,8 +184,8 @@ class DockerSandbox(Sandbox):
                     raise SandboxError(f"cannot create {root} in {self.name}: {res.stderr}")
             try:
                 ok = put_files(self._api, self.container_id, root, group, self._cfg.user)
-            except docker.errors.APIError as e:
-                raise self._api_error(e, "write_files") from e
+            except ENGINE_ERRORS as e:
+                raise self._api_error(e, "write_files", server_errors=False) from e
             if not ok:
                 raise SandboxError(f"put_archive to {root} failed in sandbox {self.name}")
 
@@ -207,12 +208,11 @@ class DockerSandbox(Sandbox):
         try:
             return get_file(self._api, self.container_id, p, max_bytes, self._abs,
                             f"sandbox {self.name}")  # fmt: skip
-        except docker.errors.NotFound as e:
-            if self._closed:
-                raise SandboxClosedError(f"sandbox {self.name} is closed") from e
-            raise FileNotFoundError(f"{p} not found in sandbox {self.name}") from e
-        except docker.errors.APIError as e:
-            raise self._api_error(e, "read_file") from e
+        except ENGINE_ERRORS as e:
+            failure = self._api_error(e, "read_file", server_errors=False)
+            if isinstance(e, docker.errors.NotFound) and type(failure) is SandboxError:
+                raise FileNotFoundError(f"{p} not found in sandbox {self.name}") from e
+            raise failure from e
 
     def snapshot(self) -> Snapshot:
         self._check_open()
@@ -266,7 +266,7 @@ class DockerProvider(SandboxProvider):
             self.client = docker.from_env(timeout=API_TIMEOUT)
             self.client.ping()
         except docker.errors.DockerException as e:
-            raise SandboxUnavailableError(
+            raise EngineUnreachableError(
                 f"no Docker daemon answers ({e}); start one with "
                 "`bash environments/engine/ensure-docker.sh`"
             ) from e
@@ -278,7 +278,7 @@ class DockerProvider(SandboxProvider):
         all_labels = {**(labels or {}), RUN_LABEL: self.run_id, OWNER_LABEL: str(os.getpid())}
         name = f"tf-{re.sub(r'[^a-zA-Z0-9_.-]', '-', self.run_id)[:40]}-{uuid.uuid4().hex[:10]}"
         via_runner = cfg.exec_via == "runner"
-        mounts, tmpfs = scratch_mounts(cfg)
+        scratch = scratch_mounts(cfg)
         try:  # create + start (not containers.run): a missing image must not trigger a pull
             container = self.client.containers.create(
                 cfg.image, command=container_argv() if via_runner else ["sleep", "infinity"],
@@ -292,14 +292,15 @@ class DockerProvider(SandboxProvider):
                 mem_limit=f"{cfg.memory_mb}m", memswap_limit=f"{cfg.memory_mb}m",
                 nano_cpus=int(cfg.cpus * 1e9), user=cfg.user, working_dir=cfg.workdir,
                 labels=all_labels, log_config=LogConfig(type="none"), auto_remove=False,
-                mounts=mounts, tmpfs=tmpfs,
+                mounts=scratch.mounts, tmpfs=scratch.tmpfs, read_only=scratch.read_only,
             )  # fmt: skip
         except docker.errors.ImageNotFound as e:
             raise SandboxUnavailableError(
                 f"base image {cfg.image} is missing; build it with `make image`"
             ) from e
-        except docker.errors.APIError as e:
-            raise SandboxError(f"cannot create a sandbox container from {cfg.image}: {e}") from e
+        except ENGINE_ERRORS as e:
+            what = f"cannot create a sandbox container from {cfg.image}"
+            raise as_infrastructure(e, what) or SandboxError(f"{what}: {e}") from e
         attached = None
         try:
             if via_runner:
@@ -309,9 +310,11 @@ class DockerProvider(SandboxProvider):
         except BaseException as e:
             if attached is not None:
                 attached[1]()
-            _remove(self.client.api, container.id)
-            if isinstance(e, docker.errors.APIError):
-                raise SandboxError(f"cannot start sandbox container {name}: {e}") from e
+            with contextlib.suppress(SandboxError):  # else reaped with the run
+                _remove(self.client.api, container.id)
+            if isinstance(e, ENGINE_ERRORS):
+                what = f"cannot start sandbox container {name}"
+                raise as_infrastructure(e, what) or SandboxError(f"{what}: {e}") from e
             raise
         if not self._register(sb):  # the provider was closed while we created it
             sb.close()
@@ -325,8 +328,9 @@ class DockerProvider(SandboxProvider):
         label = f"{RUN_LABEL}={run_id}" if run_id else RUN_LABEL
         try:
             found = self.client.api.containers(all=True, filters={"label": label})
-        except docker.errors.APIError as e:
-            raise SandboxError(f"cannot list sandbox containers: {e}") from e
+        except ENGINE_ERRORS as e:
+            what = "cannot list sandbox containers"
+            raise as_infrastructure(e, what) or SandboxError(f"{what}: {e}") from e
         with self._lock:
             mine = {sb.container_id: sb for sb in self._open if isinstance(sb, DockerSandbox)}
         removed = 0

@@ -4,8 +4,10 @@ archive calls (``put_archive`` / ``get_archive``) for files.
 This is the ``exec_via="docker-exec"`` path, and the fallback of the runner path. Each
 command runs under coreutils ``timeout -k 2 <t>s`` (its own process group; TERM, then
 KILL 2 s later) inside a tiny ``sh`` wrapper that also KILLs what the command left in its
-group when it exits. stdin and docker's multiplexed output stream go over the raw
-hijacked socket, so stdin works and output stays bounded (the tail is kept).
+group when it exits, and after a timeout what it left anywhere else (the runner's
+``procs.kill_strays``, run by ``python3``). stdin and docker's multiplexed output stream
+go over the raw hijacked socket, so stdin works and output stays bounded (the tail is
+kept).
 
 Functions here raise ``docker.errors.APIError`` (and ``NotFound``) as the engine does;
 ``docker_backend`` turns them into ``SandboxError`` / ``SandboxClosedError``.
@@ -20,7 +22,9 @@ import struct
 import tarfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import docker
 import docker.errors
@@ -30,12 +34,18 @@ from environments.sandbox import TIMEOUT_EXIT_CODE, ExecResult, SandboxError, Ta
 BACKSTOP_S = 10  # host-side grace on top of the in-container timeout
 _MODE_DIR, _MODE_SYMLINK = 1 << 31, 1 << 27  # Go os.FileMode bits in the archive stat
 # Run argv under `timeout` (own process group; TERM, then KILL 2 s later, on timeout), then
-# SIGKILL whatever is left in that group (background children, fork bombs). fd 3 carries
-# stdin past the shell rule "background jobs read /dev/null".
+# SIGKILL whatever is left in that group (background children, fork bombs); after a
+# timeout also what it started elsewhere (setsid, double forks), by the TF_EXEC_ID=$m every
+# process of the command inherits, and by start time (boot clock $u). fd 3 carries stdin
+# past the shell rule "background jobs read /dev/null".
 _EXEC_SH = (
-    't=$1; shift; exec 3<&0; timeout -k 2 "$t" "$@" <&3 3<&- & p=$!; exec 3<&-; '
-    'wait "$p"; r=$?; kill -KILL -"$p" 2>/dev/null; exit "$r"'
+    't=$1; m=$2; k=$3; shift 3; read u _ </proc/uptime; exec 3<&0; '
+    'TF_EXEC_ID=$m timeout -k 2 "$t" "$@" <&3 3<&- & p=$!; exec 3<&-; '
+    'wait "$p"; r=$?; kill -KILL -"$p" 2>/dev/null; '
+    'case $r in 124|137) python3 -I -S -c "$k" "$m" "$u";; esac; exit "$r"'
 )
+_STRAYS_PY = (Path(__file__).with_name("runner") / "procs.py").read_text() + (
+    "\nimport sys\nkill_strays(sys.argv[1], float(sys.argv[2]) * os.sysconf('SC_CLK_TCK'))\n")
 
 
 class StreamDemux:
@@ -136,7 +146,8 @@ def exec_once(api: docker.APIClient, container_id: str, user: str, cap: int, arg
               timeout: float, workdir: str, env: dict[str, str] | None,
               stdin: bytes | None) -> ExecResult:  # fmt: skip
     """Run one command with its own ``docker exec`` (see the module docstring)."""
-    cmd = ["sh", "-c", _EXEC_SH, "tf-exec", f"{float(timeout):.3f}s", *argv]
+    cmd = ["sh", "-c", _EXEC_SH, "tf-exec", f"{float(timeout):.3f}s", uuid.uuid4().hex[:16],
+           _STRAYS_PY, *argv]
     start = time.monotonic()
     exec_id = api.exec_create(
         container_id, cmd, stdout=True, stderr=True, stdin=stdin is not None,

@@ -8,14 +8,17 @@ Layout of a sandbox root (``tempfile.mkdtemp(prefix=f"taskfactory-{run_id}-")``)
     .taskfactory-sandbox   marker file holding the run id (used by reap)
 
 Commands get a clean environment, their own session/process group (a timeout SIGKILLs the
-whole group) and rlimits: RLIMIT_AS (memory_mb), RLIMIT_CPU (cpu_seconds), RLIMIT_FSIZE
-(max_file_mb). Paths given as "/workspace/..." (the docker workdir) map into the temp
-workspace; paths escaping the sandbox root raise SandboxError.
+whole group, and every process that inherited the exec's ``TF_EXEC_ID``) and rlimits:
+RLIMIT_AS (memory_mb), RLIMIT_CPU (cpu_seconds), RLIMIT_FSIZE (max_file_mb). Paths given
+as "/workspace/..." (the docker workdir) map into the temp workspace; paths escaping the
+sandbox root raise SandboxError.
 
 Known gaps versus the docker backend (weaker isolation -- use docker for untrusted code):
 no network isolation; no pids limit (RLIMIT_NPROC is per-user and not enforced for root);
-commands run as the calling user and can read the rest of the host filesystem; processes
-that call setsid() themselves escape the timeout kill. ``reap(None)`` returns 0: dead-owner
+commands run as the calling user and can read the rest of the host filesystem; a process
+that leaves the command's session and clears its environment (``env -i setsid ...``)
+escapes the timeout kill (the docker backend also kills by start time: there every
+process belongs to the sandbox). ``reap(None)`` returns 0: dead-owner
 reaping is docker-only (local sandboxes are removed by ``close``/``reap(run_id)``).
 """
 
@@ -36,6 +39,7 @@ import uuid
 from typing import IO
 
 from environments.config import LocalConfig
+from environments.runner import procs
 from environments.sandbox import (
     DEFAULT_READ_MAX,
     TIMEOUT_EXIT_CODE,
@@ -136,8 +140,9 @@ class LocalSandbox(Sandbox):
             raise ValueError("argv must be non-empty and timeout positive")
         cwd = self._resolve(workdir) if workdir else self.workdir
         home, tmp = os.path.join(self.root, "home"), os.path.join(self.root, "tmp")
+        marker = uuid.uuid4().hex[:16]
         full_env = {"PATH": BASE_PATH, "HOME": home, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
-                    "TMPDIR": tmp, **(env or {})}  # fmt: skip
+                    "TMPDIR": tmp, **(env or {}), procs.MARKER: marker}  # fmt: skip
         out, err = TailBuffer(self._cfg.output_cap_bytes), TailBuffer(self._cfg.output_cap_bytes)
         start = time.monotonic()
         if not os.path.isdir(cwd):  # what docker reports for a missing workdir
@@ -168,6 +173,8 @@ class LocalSandbox(Sandbox):
             _killpg(proc.pid)
             proc.wait()
             self._procs.discard(proc.pid)
+        if timed_out:  # what left the group (setsid, double forks) but kept the marker
+            procs.kill_strays(marker, None)
         for t in threads:
             t.join(5.0)  # pipes close once the group is dead (setsid escapees aside)
         if not any(t.is_alive() for t in threads):

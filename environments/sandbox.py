@@ -65,6 +65,13 @@ class SandboxUnavailableError(SandboxError):
     """The backend cannot be used here (no Docker daemon, base image missing, ...)."""
 
 
+class InfrastructureError(SandboxError):
+    """What failed is the machinery under the sandbox, not the command: the engine is
+    unreachable or restarting, it answered with a server error, or the sandbox's container
+    vanished or stopped under a running candidate.  Never a verdict on a task: callers wait
+    for the engine and retry in a fresh sandbox."""
+
+
 class Snapshot(BaseModel):
     """Opaque handle to a snapshot of a sandbox's workdir (valid for that sandbox only)."""
 
@@ -122,7 +129,9 @@ class _ClosesOnExit:
 class Sandbox(_ClosesOnExit, abc.ABC):
     """One isolated working directory in which commands run.
 
-    All verbs raise ``SandboxClosedError`` after ``close()``. Usable as a context manager
+    All verbs raise ``SandboxClosedError`` after ``close()``, and ``InfrastructureError``
+    when the machinery under the sandbox fails (the engine stops answering, the container
+    is gone); a command's own failure is never an exception.  Usable as a context manager
     (closes on exit).
     """
 
@@ -158,15 +167,19 @@ class Sandbox(_ClosesOnExit, abc.ABC):
         added to the sandbox's base environment. ``stdin`` bytes, when given, are fed to the
         process's stdin, which is then closed (otherwise stdin is empty/closed). After
         ``timeout`` seconds the whole process tree is killed and the result has
-        ``timed_out=True`` and exit code 124 (or 137). When the command exits, processes it
-        left running in its process group (background jobs, fork bombs) are killed too; a
-        service meant to outlive the call must start its own session (``setsid``).
+        ``timed_out=True`` and exit code 124 (or 137), and every process the command started
+        is killed too, in its process group or not (``setsid``, double forks, ``nohup``):
+        each inherits ``TF_EXEC_ID``, the exec's id (see the backends for what else they
+        kill).  When the command exits in time, processes it left running in its process
+        group (background jobs, fork bombs) are killed; a service meant to outlive the call
+        must start its own session (``setsid``).
         Never raises for non-zero exit codes (a missing command gives 127).
         """
 
     @abc.abstractmethod
     def write_files(self, files: dict[str, bytes]) -> None:
-        """Write files (paths relative to workdir, or absolute inside the sandbox).
+        """Write files (paths relative to workdir, or absolute inside the sandbox, where it
+        can be written: docker's root filesystem is read-only, see ``docker_mounts``).
 
         Parent directories are created; files are owned by the sandbox user (mode 0644).
         """
@@ -241,7 +254,9 @@ class SandboxProvider(_ClosesOnExit, abc.ABC):
             except Exception as e:  # keep closing the others
                 errors.append(e)
         if errors:
-            raise SandboxError(f"{len(errors)} sandbox(es) failed to close: {errors[0]!r}")
+            infra = all(isinstance(e, InfrastructureError) for e in errors)
+            raise (InfrastructureError if infra else SandboxError)(
+                f"{len(errors)} sandbox(es) failed to close: {errors[0]!r}")
 
     # bookkeeping helpers for subclasses -------------------------------------------------
     def _register(self, sb: Sandbox) -> bool:

@@ -3,7 +3,9 @@
 
 This is the body of the per-candidate Prefect task.  It composes the stages in order and
 turns any :class:`StageFailure` into a rejected attempt that names stage and reason.
-Engine errors (:class:`SandboxError`) propagate so the orchestrator can retry them.
+Infrastructure failures (the engine, the Prefect API) are raised as
+:class:`flows.infrastructure.CandidateErrored` naming the stage; other engine errors
+(:class:`SandboxError`) propagate, so the orchestrator can retry either.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from environments.config import DockerConfig, LocalConfig
 from environments.ecosystems import Ecosystem, load_ecosystem
 from environments.sandbox import Sandbox, SandboxUnavailableError
 from flows import limits
+from flows.infrastructure import CandidateErrored, errored
 from flows.provenance import generator_version
 from flows.providers import provider_for
 from schemas.graph import Candidate, WorkflowGraph
@@ -194,6 +197,11 @@ def build_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendCo
         stage = "accepted"
     except StageFailure as failure:
         status, stage, reason, detail = "rejected", failure.stage, failure.reason, failure.detail
+    except Exception as exc:
+        failure = errored(stage, exc)
+        if failure is None:
+            raise
+        raise failure from exc
     attempt = AttemptRow(
         candidate_id=candidate.candidate_id, run_id=run_id, index=candidate.index,
         ecosystem=eco.name, seed=candidate.seed, shape=graph.shape, depth=graph.depth,
@@ -206,13 +214,21 @@ def build_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendCo
 
 def engine_failure(candidate: Candidate, eco_name: str, backend_type: str, run_id: str,
                    exc: BaseException) -> Outcome:
-    """The attempt of a candidate whose sandbox kept failing after retries."""
+    """The attempt of a candidate whose sandbox kept failing after retries: ``errored``
+    (stage and reason of the infrastructure failure) when the infrastructure failed,
+    else rejected at stage ``sandbox``."""
     graph = candidate.graph
+    failure = errored("sandbox", exc)
+    if isinstance(failure, CandidateErrored):
+        status, stage, reason, detail = "errored", failure.stage, failure.reason, failure.detail
+    else:
+        status, stage, reason = "rejected", "sandbox", "sandbox"
+        detail = f"{type(exc).__name__}: {exc}"
     return Outcome(attempt=AttemptRow(
         candidate_id=candidate.candidate_id, run_id=run_id, index=candidate.index,
         ecosystem=eco_name, seed=candidate.seed, shape=graph.shape, depth=graph.depth,
-        fingerprint=graph.fingerprint(), status="rejected", stage="sandbox", reason="sandbox",
-        detail=f"{type(exc).__name__}: {exc}"[:500], task_id=None, backend=backend_type,
+        fingerprint=graph.fingerprint(), status=status, stage=stage, reason=reason,
+        detail=detail[:500], task_id=None, backend=backend_type,
         repairs=[], sandboxes=0, sandbox_s=0.0, execute_s=0.0, gate_s=0.0, render_s=0.0,
         total_s=0.0,
         created_at=datetime.now(UTC)))

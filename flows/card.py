@@ -60,6 +60,7 @@ def _plot(values: list[tuple[object, float]], title: str, xlabel: str, ylabel: s
 
 def plots(con: duckdb.DuckDBPyConnection) -> dict[str, bytes]:
     """PNG bytes per file name for the main distributions (empty tables give no plot)."""
+    from flows.runs import SETTLED_ATTEMPTS
     from flows.stats import TRAJECTORY_TOKENS
 
     q = lambda sql: con.execute(sql).fetchall()  # noqa: E731
@@ -69,7 +70,8 @@ def plots(con: duckdb.DuckDBPyConnection) -> dict[str, bytes]:
         "steps.png": (q("select n_steps, count(*) from tasks group by 1 order by 1"),
                       "Steps per task", "steps", "tasks", False),
         "yield.png": (q("select ecosystem, round(100 * avg((status = 'accepted')::int), 1) "
-                        "from attempts group by 1 order by 1"),
+                        f"from {SETTLED_ATTEMPTS} where status <> 'errored' "
+                        "group by 1 order by 1"),
                       "Yield per ecosystem", "ecosystem", "accepted %", False),
         "tokens.png": (q(f"select tokens, 1 from ({TRAJECTORY_TOKENS})"),
                        "Tokens per trajectory (chars / 4)", "tokens", "trajectories", True),

@@ -29,6 +29,7 @@ from flows.usage import UsageError
 EXIT_USAGE = 2
 EXIT_CORRUPT = 3
 """The command answered from the intact shards only: corrupt ones were left out."""
+EXIT_ERRORED = 75  # EX_TEMPFAIL: the infrastructure failed under some candidates; resume
 EXAMPLE_QUERY = ("select ecosystem, avg((status = 'accepted')::int) as yield, "
                  "avg((status = 'accepted' and len(repairs) = 0)::int) as yield_without_repair "
                  "from attempts group by ecosystem")
@@ -151,18 +152,28 @@ def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
     settings = settings.runnable_on(backend, left_out)
     hold.enter_context(hold_for_run(settings.data))  # before Prefect starts
     _quiet_prefect()
+    server = None
     if not os.environ.get("PREFECT_API_URL"):
         print("prefect: no PREFECT_API_URL set, starting a temporary local API server "
               "(about 15 s; set PREFECT_API_URL to use a running server)", file=sys.stderr)
-    from flows.factory import run_factory
+        from flows.api_server import start_temporary_server
+
+        server = start_temporary_server()  # in its own session: Ctrl-C is ours to handle
+    from environments.ecosystems.usercode import UserCodeError
+    from flows.api_server import ServerError
+    from flows.factory import plan_ahead, run_factory
     from flows.provenance import new_run_id
     from flows.providers import close_run
+    from tasks.plan import PlanningError
 
     resume = run_id is not None
     run_id = run_id or new_run_id()
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1`: where it is stuck
     try:
+        plan_ahead(settings)  # a seed failing while planning: one line, nothing written
+        if server is not None:
+            server.wait_ready(float(os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"]))
         summary = run_factory(_here(settings), run_id=run_id, resume=resume,
                               runner=args.runner, address=args.address)
     except KeyboardInterrupt:
@@ -171,6 +182,10 @@ def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
               f"with `taskfactory run --resume --data {settings.data}`", file=sys.stderr)
         return 130
     except DatasetError as exc:
+        raise UsageError(str(exc)) from None
+    except (PlanningError, UserCodeError) as exc:
+        raise UsageError(f"planning failed: {exc}; fix the ecosystem") from None
+    except ServerError as exc:
         raise UsageError(str(exc)) from None
     if summary.skipped == summary.candidates and not resume:
         print(f"run {summary.run_id}: nothing to do: all {summary.candidates} candidates of "
@@ -190,10 +205,14 @@ def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
               f"{_share(y.accepted, y.candidates):>7}   without repair "
               f"{bare:>5} {_share(bare, y.candidates):>7}")
     print(f"rejected: {rejected} (duplicates: {summary.duplicates})")
+    if summary.errored:
+        print(f"errored: {summary.errored} candidates, stopped by the infrastructure (engine "
+              "or Prefect API), not rejected; the run is unfinished: run them again with "
+              f"`taskfactory run --resume --data {settings.data}`")
     print(f"dataset: {settings.data}/ (tables: tasks, trajectories, steps, attempts, runs; "
           f"card: {settings.data}/README.md)")
     print(f'try: taskfactory query "{EXAMPLE_QUERY}" --data {settings.data}')
-    return 0
+    return EXIT_ERRORED if summary.errored else 0
 
 
 def _here(settings):
@@ -228,13 +247,14 @@ def cmd_export_sft(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from environments.ecosystems.usercode import UserCodeError
     from tasks.diversity import diversity, format_report
     from tasks.plan import PlanningError, plan_candidates
 
     eco = _ecosystem(args.ecosystem)
     try:
         candidates, stats = plan_candidates(eco, args.n, args.seed, _depth_weights(args))
-    except PlanningError as exc:
+    except (PlanningError, UserCodeError) as exc:
         raise UsageError(str(exc)) from None
     report = diversity(eco, candidates, stats.duplicates_replanned)
     print(report.model_dump_json(indent=2) if args.format == "json" else format_report(report))

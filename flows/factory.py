@@ -49,6 +49,8 @@ from flows.candidate import (
     ecosystem,
     engine_failure,
 )
+from flows.infrastructure import retried
+from flows.interrupts import keyboard_interrupts
 from flows.parameters import effective_settings
 from flows.planned import PlannedCandidates
 from flows.progress import Progress
@@ -60,7 +62,7 @@ from flows.provenance import (
     llm_identity,
     new_run_id,
 )
-from flows.providers import close_run, provider_for
+from flows.providers import close_run, open_run, provider_for, run_closed
 from flows.query import connect
 from flows.recorder import Recorder
 from flows.run_failure import failed_on_error
@@ -93,6 +95,9 @@ class RunSummary(BaseModel):
     accepted: int
     accepted_without_repair: int
     rejected: dict[str, int]
+    errored: int = 0
+    """Stopped by the infrastructure (engine, Prefect API), neither accepted nor rejected:
+    the run stays unfinished, and ``--resume`` runs them again."""
     duplicates: int
     ecosystems: dict[str, runs.EcosystemYield]
     duplicates_replanned: int
@@ -109,11 +114,15 @@ def run_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendConf
     (:func:`flows.ui.outcome_state`; the result is the :class:`Outcome`).  ``config_hash``
     (code, images, templates, ...) is unused here but part of the task's cache key.  Runs
     in the process that executes the candidate (a Dask worker too), so each keeps its own
-    heap trimmed."""
+    heap trimmed.  Infrastructure failures are waited out and run again
+    (:mod:`flows.infrastructure`)."""
+    def attempt() -> Outcome:
+        return build_candidate(candidate, ecosystem_ref, backend, run_id,
+                               max_repairs=max_repairs, instruction_style=instruction_style)
+
     try:
-        return ui.outcome_state(build_candidate(
-            candidate, ecosystem_ref, backend, run_id, max_repairs=max_repairs,
-            instruction_style=instruction_style))
+        return ui.outcome_state(retried(attempt, backend, f"candidate {candidate.index}",
+                                        stopping=lambda: run_closed(run_id)))
     finally:
         heap.candidate_finished()
 
@@ -145,6 +154,21 @@ def plan_run(settings: RunSettings) -> tuple[PlannedCandidates, int]:
         plan.append(c.model_copy(update={"index": i}))
         replanned += dupes
     return plan, replanned
+
+
+_ahead: dict[str, tuple[PlannedCandidates, int]] = {}
+
+
+def _plan_key(settings: RunSettings) -> str:
+    """What a plan depends on: the fields :func:`plan_run` reads."""
+    return settings.model_dump_json(include={"tasks", "seed", "ecosystems", "depth_weights"})
+
+
+def plan_ahead(settings: RunSettings) -> None:
+    """Plan the run now, outside any flow run, so that a seed failing or hanging while
+    planning (``UserCodeError``, ``PlanningError``) reaches the caller before Prefect runs
+    anything; the flow then takes this plan instead of planning again."""
+    _ahead[_plan_key(settings)] = plan_run(settings)
 
 
 @flow(name="taskfactory", log_prints=True, persist_result=False)
@@ -187,13 +211,14 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
         max_repairs=settings.max_repairs, instruction_style=settings.instruction_style, llm=llm,
         dedup=index.policy)
     data = settings.data
+    plan, replanned = _ahead.pop(_plan_key(settings), None) or plan_run(settings)
     with open_for_writing(data, warn=logger.warning) as manifest, \
             failed_on_error(data) as run:
-        con = connect(data, warn=logger.warning)
-        held = runs.held_candidates(con, chash)
-        index.add_all(runs.indexed_tasks(con))
-        con.close()
-        plan, replanned = plan_run(settings)
+        with keyboard_interrupts():  # Ctrl-C while DuckDB reads the dataset is still Ctrl-C
+            con = connect(data, warn=logger.warning)
+            held = runs.held_candidates(con, chash)
+            index.add_all(runs.indexed_tasks(con))
+            con.close()
         todo, planned = plan.without(held, keep=only), len(plan)
         del plan  # only the candidates still to run are kept
         logger.info("run %s: %d candidates of %s on the %s backend, %d already in the "
@@ -211,6 +236,7 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
         recorder = Recorder(identity, images, index)
         writer = ShardWriter(data, manifest, run_id, max_rows=settings.shard_rows)
         one = candidate_task.with_options(result_storage=_result_storage(data))
+        open_run(run_id)
         reaped = provider_for(base, run_id).reap(None)  # one engine for every image
         if reaped:
             logger.warning("reaped %d orphaned sandboxes from dead runs", reaped)
@@ -242,8 +268,15 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
             stack.close()
             progress.close()
             close_run(run_id)
-        con = connect(data, warn=logger.warning)
-        tally = runs.tally(con, run_id)
+        with keyboard_interrupts():
+            con = connect(data, warn=logger.warning)
+            tally = runs.tally(con, run_id)
+        if tally.errored:  # unfinished: a resume runs the errored candidates again
+            con.close()
+            logger.warning("%d candidates errored (infrastructure); the run stays "
+                           "unfinished", tally.errored)
+            return _summary(settings, run_id, base.type, placement, planned, chash, replanned,
+                            resume, t0, write_s, tally)
         entry.status = "complete"  # committed with the runs row, in one manifest update
         writer.add_group(runs.unless_recorded(con, run_id, [("runs", RunRow(
             run_id=run_id, flow_run_id=flow_run.get_id(), config_hash=chash,
@@ -254,6 +287,7 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
             skipped=planned - tally.attempts, accepted=tally.accepted,
             rejected=tally.attempts - tally.accepted, duplicates=tally.duplicates,
             provenance=identity.provenance(seed=settings.seed, image_id=None)))]))
+        con.close()
         writer.commit()
         if all(e.status == "complete" for e in manifest.runs.values()):
             shutil.rmtree(data / RESULTS, ignore_errors=True)  # nothing left to resume
@@ -272,6 +306,7 @@ def _result_storage(data: Path) -> LocalFileSystem:
     return block
 
 
+@keyboard_interrupts()
 def _publish_report(data: Path, run_id: str, logger: logging.Logger) -> None:
     """The dataset card (README.md + plots) and the same report as a markdown artifact."""
     from flows.card import write_card
@@ -301,7 +336,8 @@ def _summary(settings: RunSettings, run_id: str, backend: str, runner: str, cand
         candidates=candidates,
         skipped=candidates - tally.attempts, accepted=tally.accepted,
         accepted_without_repair=sum(y.accepted_without_repair for y in tally.ecosystems.values()),
-        rejected=dict(rejected), duplicates=tally.duplicates, ecosystems=tally.ecosystems,
+        rejected=dict(rejected), errored=tally.errored, duplicates=tally.duplicates,
+        ecosystems=tally.ecosystems,
         duplicates_replanned=replanned, resumed=resumed,
         seconds=round(time.perf_counter() - t0, 2), write_s=round(write_s, 3),
         config_hash=chash)

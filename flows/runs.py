@@ -19,6 +19,11 @@ Semantics (also in the README, "Resuming and rerunning"):
 - ``taskfactory repair`` re-runs the candidates of a complete run that it quarantined:
   not counted as a resume, and the run keeps the ``runs`` row it has (one is written
   only if that row was quarantined too).
+- An ``errored`` attempt (the infrastructure failed under the candidate) holds nothing:
+  the next run of the same config — a resume or a same-seed rerun — runs the candidate
+  again, and its new attempt supersedes the errored one (:data:`SETTLED_ATTEMPTS`).  A run
+  that ends with errored candidates stays unfinished (no ``runs`` row) until a resume
+  settles them.
 """
 
 from __future__ import annotations
@@ -29,6 +34,11 @@ import duckdb
 from pydantic import BaseModel
 
 from tasks.manifest import DatasetError, Manifest, RunEntry
+
+SETTLED_ATTEMPTS = """(select * from attempts qualify status <> 'errored' or created_at =
+    max(created_at) over (partition by candidate_id, provenance.config_hash))"""
+"""The attempts that stand: every attempt except an ``errored`` one that a later attempt of
+the same candidate under the same config superseded.  One row per candidate and config."""
 
 
 def resumable(manifest: Manifest, data: str, run_id: str | None = None) -> str:
@@ -81,9 +91,11 @@ def unless_recorded(con: duckdb.DuckDBPyConnection, run_id: str, group: list) ->
 
 
 def held_candidates(con: duckdb.DuckDBPyConnection, config_hash: str) -> set[str]:
-    """Candidates with a committed attempt under ``config_hash`` (from any run)."""
-    rows = con.execute("select distinct candidate_id from attempts "
-                       "where provenance.config_hash = ?", [config_hash]).fetchall()
+    """Candidates with a committed attempt under ``config_hash`` (from any run), except
+    those whose attempt errored: they run again."""
+    rows = con.execute(f"select distinct candidate_id from {SETTLED_ATTEMPTS} "
+                       "where provenance.config_hash = ? and status <> 'errored'",
+                       [config_hash]).fetchall()
     return {r[0] for r in rows}
 
 
@@ -99,13 +111,17 @@ class EcosystemYield(BaseModel):
     """Accepted with no repair applied: the yield the same candidates have with repair off."""
     rejected: dict[str, int] = {}
     """``stage/reason`` -> count."""
+    errored: int = 0
+    """Stopped by the infrastructure, not yet run again: neither accepted nor rejected."""
 
 
 class RunTally(BaseModel):
-    """A run's committed attempts (over all its resumes)."""
+    """A run's committed attempts (over all its resumes), errored ones superseded by a
+    later attempt left out."""
 
     attempts: int = 0
     accepted: int = 0
+    errored: int = 0
     duplicates: int = 0
     ecosystems: dict[str, EcosystemYield] = {}
 
@@ -114,8 +130,9 @@ def tally(con: duckdb.DuckDBPyConnection, run_id: str) -> RunTally:
     """What ``run_id`` has committed so far, per ecosystem."""
     out = RunTally()
     for eco, status, stage, reason, bare, n in con.execute(
-            "select ecosystem, status, stage, reason, len(repairs) = 0, count(*) from attempts "
-            "where run_id = ? group by all order by all", [run_id]).fetchall():
+            "select ecosystem, status, stage, reason, len(repairs) = 0, count(*) from "
+            f"{SETTLED_ATTEMPTS} where run_id = ? group by all order by all", [run_id]
+            ).fetchall():
         y = out.ecosystems.setdefault(eco, EcosystemYield())
         y.candidates += n
         out.attempts += n
@@ -123,6 +140,9 @@ def tally(con: duckdb.DuckDBPyConnection, run_id: str) -> RunTally:
             y.accepted += n
             out.accepted += n
             y.accepted_without_repair += n if bare else 0
+        elif status == "errored":
+            y.errored += n
+            out.errored += n
         else:
             key = f"{stage}/{reason}"
             y.rejected[key] = y.rejected.get(key, 0) + n

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 
 import duckdb
 
+from flows.runs import SETTLED_ATTEMPTS
+
 Section = Callable[[duckdb.DuckDBPyConnection], str]
 
 TRAJECTORY_TOKENS = """
@@ -61,21 +63,36 @@ def overview(con: duckdb.DuckDBPyConnection) -> str:
 
 
 def yield_by_ecosystem(con: duckdb.DuckDBPyConnection) -> str:
-    return _section(con, "Yield per ecosystem", """
+    return _section(con, "Yield per ecosystem", f"""
         select ecosystem, count(*) as candidates,
                count(*) filter (status = 'accepted') as accepted,
-               round(100 * avg((status = 'accepted')::int), 1) as "yield %",
-               round(100 * avg((status = 'accepted' and len(repairs) = 0)::int), 1)
-                   as "yield without repair %",
-               count(*) filter (stage = 'dedup') as duplicates
-        from attempts group by all order by ecosystem""")
+               round(100 * avg((status = 'accepted')::int)
+                   filter (status <> 'errored'), 1) as "yield %",
+               round(100 * avg((status = 'accepted' and len(repairs) = 0)::int)
+                   filter (status <> 'errored'), 1) as "yield without repair %",
+               count(*) filter (stage = 'dedup') as duplicates,
+               count(*) filter (status = 'errored') as errored
+        from {SETTLED_ATTEMPTS} group by all order by ecosystem""",
+        "Yield counts accepted and rejected candidates; `errored` ones (the infrastructure "
+        "failed under them) are neither, until a resume or rerun runs them again.")
 
 
 def yield_by_stage(con: duckdb.DuckDBPyConnection) -> str:
-    return _section(con, "Where candidates stop, per ecosystem and stage", """
-        pivot (select ecosystem, stage from attempts) on stage using count(*)
-        group by ecosystem order by ecosystem""",
+    return _section(con, "Where candidates stop, per ecosystem and stage", f"""
+        pivot (select ecosystem, stage from {SETTLED_ATTEMPTS} where status <> 'errored')
+        on stage using count(*) group by ecosystem order by ecosystem""",
         "`accepted` passed every stage; the other columns count the rejections at a stage.")
+
+
+def errored(con: duckdb.DuckDBPyConnection) -> str:
+    return _section(con, "Errored (infrastructure, not task outcomes)", f"""
+        select a.stage, a.reason, count(*) filter (s.candidate_id is null) as "run again",
+               count(*) filter (s.candidate_id is not null) as "still errored"
+        from attempts a left join (select candidate_id, created_at from {SETTLED_ATTEMPTS})
+            s using (candidate_id, created_at)
+        where a.status = 'errored' group by all order by all""",
+        "Attempts the engine or the Prefect API failed; `run again`: superseded by a later "
+        "attempt; `still errored`: `taskfactory run --resume` runs them again.")
 
 
 def rejection_reasons(con: duckdb.DuckDBPyConnection) -> str:
@@ -127,6 +144,7 @@ SECTIONS: list[Section] = [
     yield_by_ecosystem,
     yield_by_stage,
     rejection_reasons,
+    errored,
     repairs,
     distributions,
     depth_histogram,

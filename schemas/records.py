@@ -153,7 +153,11 @@ class TrajectoryRow(_Row):
 
 
 class AttemptRow(_Row):
-    """Every candidate, accepted or rejected, with the stage it reached and why."""
+    """Every candidate, accepted or rejected, with the stage it reached and why.
+
+    ``errored``: the infrastructure failed under the candidate (reason ``engine`` or
+    ``prefect_api``); not a verdict on it: a later run of the same config runs it again and
+    commits another attempt, which supersedes this one."""
 
     candidate_id: str
     run_id: str
@@ -163,7 +167,7 @@ class AttemptRow(_Row):
     shape: str
     depth: int
     fingerprint: str
-    status: Literal["accepted", "rejected"]
+    status: Literal["accepted", "rejected", "errored"]
     stage: str
     reason: str
     detail: str

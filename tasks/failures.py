@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
+from environments.ecosystems.usercode import UserCodeError
+
 if TYPE_CHECKING:
     from tasks.repair_llm import RepairRequest
 
@@ -24,6 +26,10 @@ Reason = Literal[
     "partial_solution_passed",  # ... after the reference minus its last mutating step
     "literals_passed",   # ... when outputs hold only the instruction's literals
     "sandbox",           # the sandbox itself failed (engine error)
+    "seed_error",        # the ecosystem's seed code raised
+    "seed_timeout",      # ... or did not return in time
+    "sampler_error",     # a sampler raised (other than "no value fits")
+    "sampler_timeout",   # ... or did not return in time
     "not_preserved",     # the instruction lacks a literal the solver needs or the verifier reads
     "ungrounded",        # a trajectory uses a value the agent could not have seen
 ]
@@ -52,3 +58,11 @@ class StageFailure(Exception):
 
     def __str__(self) -> str:
         return f"{self.stage}/{self.reason}: {self.detail}"
+
+
+def user_code_failure(stage: str, exc: UserCodeError) -> StageFailure:
+    """The rejection for an ecosystem's own code that raised or hung: ``seed_error``,
+    ``seed_timeout``, ``sampler_error`` or ``sampler_timeout``, the call and what it did."""
+    kind = "sampler" if exc.what.startswith("samplers.") else "seed"
+    reason: Reason = f"{kind}_{'timeout' if exc.timed_out else 'error'}"  # type: ignore[assignment]
+    return StageFailure(stage, reason, str(exc))

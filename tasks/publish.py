@@ -12,6 +12,7 @@ data reaches ``max_bytes``: memory is bounded by the buffer, not by the run.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from collections.abc import Iterable
@@ -30,9 +31,15 @@ __all__ = ["ShardWriter", "atomic_write", "check_writable", "table_schema"]
 
 
 def check_writable(data_dir: Path) -> None:
-    """Raise OSError (with a reason) unless ``data_dir`` can hold a dataset."""
-    data_dir.mkdir(parents=True, exist_ok=True)
-    probe = data_dir / f".write-test-{os.getpid()}"
+    """Raise OSError (with a reason) unless ``data_dir`` can hold a dataset.  Creates
+    nothing: a folder that does not exist yet is checked by writing (and removing) a probe
+    file in its closest existing parent."""
+    existing = data_dir
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(existing))
+    probe = existing / f".write-test-{os.getpid()}"
     probe.write_bytes(b"")
     probe.unlink()
 

@@ -17,12 +17,14 @@ from contextlib import AbstractContextManager, ExitStack
 from types import TracebackType
 
 from environments.ecosystems import Ecosystem
-from environments.sandbox import Sandbox, SandboxUnavailableError, Snapshot
+from environments.ecosystems.usercode import UserCodeError
+from environments.sandbox import InfrastructureError, Sandbox, SandboxUnavailableError, Snapshot
 from schemas.ecosystem import ServiceSpec
 from schemas.trace import EnvAdditions
-from tasks.failures import StageFailure
+from tasks.failures import StageFailure, user_code_failure
 
 SETUP_TIMEOUT_S = 120.0
+PROBE_TIMEOUT_S = 30.0
 
 OpenSandbox = Callable[[tuple[str, ...]], AbstractContextManager[Sandbox]]
 """Opens a sandbox whose image has these extra Debian packages (raises
@@ -33,7 +35,10 @@ def realize(sandbox: Sandbox, eco: Ecosystem, seed: int,
             additions: EnvAdditions | None = None) -> tuple[dict[str, bytes], Snapshot]:
     """Seed, set up, add ``additions`` and start the environment; returns the seed files
     and the snapshot of the initial state."""
-    files = eco.seed_state(seed)
+    try:
+        files = eco.seed_state(seed)
+    except UserCodeError as exc:
+        raise user_code_failure("realize", exc) from exc
     sandbox.write_files(files)
     spec = eco.spec
     if spec.setup:
@@ -87,7 +92,11 @@ def _run(sandbox: Sandbox, command: str, timeout: float, what: str) -> None:
 
 def probe(sandbox: Sandbox, eco: Ecosystem) -> dict:
     """The ecosystem's state as canonical JSON, read inside the sandbox."""
-    result = sandbox.exec(["python3", "-"], stdin=eco.probe_source.encode(), timeout=30)
+    result = sandbox.exec(["python3", "-"], stdin=eco.probe_source.encode(),
+                          timeout=PROBE_TIMEOUT_S)
+    if result.timed_out:
+        raise StageFailure("verify", "timeout",
+                           f"the probe did not finish within {PROBE_TIMEOUT_S:.0f} s")
     if result.exit_code != 0:
         raise StageFailure("verify", "environment",
                            f"probe failed: {result.stderr.strip()[-200:]}")
@@ -152,6 +161,8 @@ class LiveEnvironment:
         try:
             fresh = self._open(tuple(packages))
             sandbox = fresh.__enter__()
+        except InfrastructureError:  # the engine's failure, not the package's
+            raise
         except SandboxUnavailableError:
             return False
         old, self._stack = self._stack, ExitStack()

@@ -26,11 +26,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from environments.ecosystems import Ecosystem
+from environments.ecosystems.usercode import UserCodeError
 from environments.sandbox import Sandbox
 from schemas.ecosystem import type_satisfies
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
 from schemas.trace import Repair, RepairKind, StepTrace
-from tasks.failures import StageFailure
+from tasks.failures import StageFailure, user_code_failure
 from tasks.realize import LiveEnvironment
 from tasks.repair_llm import RepairProposal, RepairRequest
 from tasks.steps import relative, replay, run_step
@@ -116,7 +117,10 @@ def provide(run: Run, step: Step, failure: StageFailure) -> Fix | None:
         run.env.add(dirs=[parent])
         run.dirty = True
         return _fix(run, step, failure, "provide_dir", parent)
-    content = run.eco.provide(path, run.candidate.seed)
+    try:
+        content = run.eco.provide(path, run.candidate.seed)
+    except UserCodeError as exc:
+        raise user_code_failure("execute", exc) from exc
     if content is None or path in run.env.additions.files:
         return None
     try:

@@ -15,12 +15,13 @@ import random
 import re
 
 from environments.ecosystems import Ecosystem
+from environments.ecosystems.usercode import UserCodeError
 from environments.sandbox import ExecResult, Sandbox, Snapshot
 from schemas.ecosystem import ToolSpec, type_satisfies
 from schemas.graph import Candidate, Step
 from schemas.trace import Observation, StepTrace
 from tasks.commands import render_command, render_shell
-from tasks.failures import StageFailure
+from tasks.failures import StageFailure, user_code_failure
 from tasks.normalize import normalize
 from tasks.realize import probe
 from tasks.repair_llm import RepairRequest
@@ -128,6 +129,8 @@ def _resolve(step: Step, tool: ToolSpec, candidate: Candidate, sandbox: Sandbox,
         context = {w: args[w] for w in (p.sample.with_ if p.sample else [])}
         try:
             args[p.name] = eco.sample(b.facet or "", content, rng, **context)
+        except UserCodeError as exc:
+            raise user_code_failure("execute", exc) from exc
         except (LookupError, ValueError) as exc:
             raise StageFailure("execute", "binding", f"{tool.name}.{p.name}: {exc}") from exc
     return {p.name: args[p.name] for p in tool.params}

@@ -2,15 +2,16 @@
 
 An :class:`Ecosystem` bundles the validated spec with the code it names: the seed
 generator, the samplers and the probe script's source.  Errors raise
-:class:`EcosystemError` with a one-line message naming the file and the field.
+:class:`EcosystemError` with a one-line message naming the file and the field.  A user's
+folder runs its Python code in worker processes, each call under a timeout
+(:mod:`environments.ecosystems.code`); a failing or hanging call raises
+:class:`~environments.ecosystems.usercode.UserCodeError`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import random
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
@@ -20,7 +21,10 @@ from types import ModuleType
 import yaml
 from pydantic import ValidationError
 
-from schemas.ecosystem import EcosystemSpec
+from environments.ecosystems import worker as inprocess
+from environments.ecosystems.code import isolated, load_functions
+from environments.ecosystems.usercode import UserCodeError
+from schemas.ecosystem import EcosystemSpec, type_satisfies
 
 BUILTIN_DIR = Path(__file__).parent
 SPEC_FILE = "ecosystem.yaml"
@@ -91,21 +95,38 @@ def builtin_names() -> list[str]:
     return sorted(p.parent.name for p in BUILTIN_DIR.glob(f"*/{SPEC_FILE}"))
 
 
-def _import(folder: Path, module: str, spec_file: Path, what: str) -> ModuleType:
-    path = folder / module
-    if not path.is_file():
+def _check_file(folder: Path, module: str, spec_file: Path, what: str) -> None:
+    if not (folder / module).is_file():
         raise EcosystemError(f"{spec_file}: field '{what}': file {module!r} does not exist")
-    mod_spec = importlib.util.spec_from_file_location(f"taskfactory_eco_{folder.name}_{path.stem}",
-                                                      path)
-    assert mod_spec and mod_spec.loader
-    module_obj = importlib.util.module_from_spec(mod_spec)
-    sys.modules[mod_spec.name] = module_obj  # dataclasses and pickling look modules up here
+
+
+def _import_shortcuts(folder: Path, module: str, spec_file: Path) -> ModuleType:
+    _check_file(folder, module, spec_file, "shortcuts")
     try:
-        mod_spec.loader.exec_module(module_obj)
-    except BaseException:
-        del sys.modules[mod_spec.name]
-        raise
-    return module_obj
+        return inprocess.import_module(folder, module)
+    except Exception as exc:
+        raise EcosystemError(f"{folder / module}: raises on import: "
+                             f"{inprocess.describe(exc, folder)}") from exc
+
+
+def _check_bindable(spec: EcosystemSpec, spec_file: Path) -> None:
+    """Every typed parameter has something that can bind it (a state type or a tool's
+    return type that satisfies its type), and some tool can start from the state alone;
+    else EcosystemError naming the parameter (planning would fail on every run)."""
+    state = [st.type for st in spec.state_types]
+    produced = state + [t.returns.type for t in spec.tools]
+    for i, tool in enumerate(spec.tools):
+        for j, p in enumerate(tool.params):
+            if p.typed and not any(type_satisfies(t, p.type) for t in produced):
+                raise EcosystemError(
+                    f"{spec_file}: field 'tools.{i} ({tool.name}).params.{j} ({p.name}).type': "
+                    f"nothing binds type {p.type!r} (no state type or tool return satisfies "
+                    "it); use a type that one does, or give the parameter a sample or fresh")
+    if spec.tools and not any(all(any(type_satisfies(t, p.type) for t in state)
+                                  for p in tool.params if p.typed) for tool in spec.tools):
+        raise EcosystemError(f"{spec_file}: field 'state_types': no tool can start from the "
+                             "seeded state (every tool needs a typed input that no state type "
+                             "satisfies)")
 
 
 def _format_error(spec_file: Path, err: ValidationError, raw: dict) -> str:
@@ -151,21 +172,28 @@ def load_ecosystem(name_or_path: str) -> Ecosystem:
         spec = EcosystemSpec.model_validate(raw)
     except ValidationError as exc:
         raise EcosystemError(_format_error(spec_file, exc, raw)) from exc
-    seed_mod = _import(folder, spec.seed.module, spec_file, "seed.module")
-    seed_fn = getattr(seed_mod, spec.seed.function, None)
-    if not callable(seed_fn):
+    _check_file(folder, spec.seed.module, spec_file, "seed.module")
+    modules = {"seed": spec.seed.module}
+    if spec.samplers:
+        _check_file(folder, spec.samplers.module, spec_file, "samplers.module")
+        modules["samplers"] = spec.samplers.module
+    try:
+        functions = load_functions(folder, modules, isolated(folder, BUILTIN_DIR))
+    except UserCodeError as exc:
+        file = exc.what.removeprefix("import ")
+        problem = "takes too long to import" if exc.timed_out else "raises on import"
+        raise EcosystemError(f"{folder / file}: {problem}: {exc.detail}") from None
+    seed_fn = functions["seed"].get(spec.seed.function)
+    if seed_fn is None:
         raise EcosystemError(f"{spec_file}: field 'seed.function': {spec.seed.module} has no "
                              f"function {spec.seed.function!r}")
-    samplers: dict[str, Sampler] = {}
-    if spec.samplers:
-        mod = _import(folder, spec.samplers.module, spec_file, "samplers.module")
-        samplers = {n: f for n, f in vars(mod).items() if callable(f) and not n.startswith("_")
-                    and getattr(f, "__module__", None) == mod.__name__}
+    samplers: dict[str, Sampler] = functions.get("samplers", {})
     for tool in spec.tools:
         for p in tool.params:
             if p.sample and p.sample.facet not in samplers:
                 raise EcosystemError(f"{spec_file}: field 'tools.{tool.name}.params.{p.name}."
                                      f"sample.facet': no sampler named {p.sample.facet!r}")
+    _check_bindable(spec, spec_file)
     probe_path = _probe_path(folder, spec.probe)
     if not probe_path.is_file():
         raise EcosystemError(f"{spec_file}: field 'probe': {spec.probe!r} names no probe script "
@@ -175,11 +203,10 @@ def load_ecosystem(name_or_path: str) -> Ecosystem:
     for f in sorted(folder.glob("*")):
         if f.is_file() and f.suffix in (".py", ".yaml", ".yml"):
             digest.update(f.name.encode() + b"\0" + f.read_bytes())
-    hooks = {name: fn if callable(fn := getattr(seed_mod, name, None)) else None
-             for name in ("layout", "provide")}
+    hooks = {name: functions["seed"].get(name) for name in ("layout", "provide")}
     shortcuts = None
     if spec.shortcuts:
-        shortcuts = _import(folder, spec.shortcuts, spec_file, "shortcuts")
+        shortcuts = _import_shortcuts(folder, spec.shortcuts, spec_file)
         for name in ("empty", "fill"):
             if not callable(getattr(shortcuts, name, None)):
                 raise EcosystemError(f"{spec_file}: field 'shortcuts': {spec.shortcuts} has "

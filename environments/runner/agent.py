@@ -8,9 +8,12 @@ exec's stdin/stdout.
 Commands run in their own process group inside the runner's session, with the runner's
 environment (what ``docker exec`` gives) plus ``env``. Past ``timeout`` the group gets
 TERM (and CONT), then KILL after ``KILL_GRACE_S``: exit 124, or 137 when KILL was needed,
-and ``timed_out``. When the command exits, what is left in its group is KILLed; a process
-that called ``setsid`` (a service) survives. Only the last ``cap`` bytes of each stream
-are kept, so large output never leaves the container. A missing command exits 127, an
+and ``timed_out``; then every process the command started elsewhere (``setsid``, double
+forks) is KILLed too (``procs.kill_strays``: by the ``TF_EXEC_ID`` every command inherits,
+and every process started since that carries none).  When the command exits in time, what
+is left in its group is KILLed; a process that called ``setsid`` (a service) survives.
+Only the last ``cap`` bytes of each stream are kept, so large output never leaves the
+container. A missing command exits 127, an
 unexecutable one or a missing ``cwd`` 126, one that cannot be started at all (no process
 or thread left under the pids limit) 125. ``python3 - ARGS`` with a script on stdin runs
 in a fork of the runner instead of a new interpreter (``pyfork``: same contract, a few
@@ -42,8 +45,11 @@ from environments.runner.files import (
     write_files,
 )
 from environments.runner.procs import (
+    MARKER,
+    boot_ticks,
     exec_environment,
     has_exited,
+    kill_strays,
     open_pidfd,
     reap_sessions,
     signal_group,
@@ -145,7 +151,9 @@ class Runner:
 
     def run(self, req: dict, stdin: bytes) -> tuple[dict, bytes]:
         argv, cwd = [str(a) for a in req["argv"]], str(req["cwd"])
-        env = {**self.base_env, "PWD": cwd, **(req.get("env") or {})}  # PWD, as a shell does
+        marker, since = f"{os.getpid()}-{req['id']}", boot_ticks()
+        env = {**self.base_env, "PWD": cwd, **(req.get("env") or {}),  # PWD, as a shell does
+               MARKER: marker}
         if not os.path.isdir(cwd):
             return _failed(126, f'chdir to cwd ("{cwd}") failed: no such directory\n')
         try:
@@ -164,7 +172,10 @@ class Runner:
                 code = 127 if e.errno == errno.ENOENT else 126
                 return _failed(code, f"tf-runner: failed to run command '{argv[0]}': {why}\n")
             return _failed(125, f"tf-runner: cannot start the command: {why}\n")
-        return self.supervise(proc, stdin, float(req["timeout"]), int(req["cap"]))
+        header, blob = self.supervise(proc, stdin, float(req["timeout"]), int(req["cap"]))
+        if header["timed_out"]:
+            kill_strays(marker, since)
+        return header, blob
 
     def spawn(self, argv: list[str], cwd: str, env: dict, with_stdin: bool) -> subprocess.Popen:
         pipe = subprocess.PIPE

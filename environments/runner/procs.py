@@ -57,3 +57,56 @@ def reap_sessions(sids: set[int]) -> None:
         for pgid in groups:
             signal_group(pgid, signal.SIGKILL)
         time.sleep(0.01)
+
+
+MARKER = "TF_EXEC_ID"
+"""Environment variable every command of a sandbox inherits: the id of the exec that
+started it (:func:`kill_strays` finds what a timed-out exec left by it)."""
+
+
+def boot_ticks() -> float:
+    """Now, in the clock of ``/proc/<pid>/stat``'s start time: ticks since boot."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME) * os.sysconf("SC_CLK_TCK")
+
+
+def kill_strays(marker: str, since: float | None, keep: tuple[int, ...] = ()) -> int:
+    """KILL what a timed-out exec left anywhere, in its group or not (``setsid``, double
+    forks, ``nohup``): every process of this uid whose environment carries
+    ``TF_EXEC_ID=marker``, and — when ``since`` (boot ticks at the exec's start) is given —
+    every process of this uid started since then that carries no ``TF_EXEC_ID`` at all
+    (it cleared its environment; one carrying another exec's id belongs to that exec).
+    Never this process, its parent or ``keep``.  Returns how many were killed.
+
+    A process forked by the runner without an exec (``pyfork``) shows the runner's
+    environment, so a concurrent exec's forked ``python3 -`` counts as carrying no id."""
+    tag, me, uid = f"{MARKER}={marker}".encode(), os.getpid(), os.getuid()
+    spared = {me, os.getppid(), 1, *keep}
+    killed = 0
+    for _ in range(3):  # a process being killed may have forked meanwhile
+        found = []
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) in spared:
+                continue
+            try:
+                if os.stat(f"/proc/{name}").st_uid != uid:
+                    continue
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+                with open(f"/proc/{name}/environ", "rb") as f:
+                    env = f.read().split(b"\0")
+            except (OSError, IndexError):
+                continue
+            if fields[0] == b"Z":
+                continue
+            ours = tag in env
+            unmarked = not any(e.startswith(f"{MARKER}=".encode()) for e in env)
+            if ours or (since is not None and unmarked and int(fields[19]) >= int(since)):
+                found.append(int(name))
+        if not found:
+            break
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        killed += len(found)
+        time.sleep(0.01)
+    return killed

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from flows.api_server import stop_process
 from flows.query import run_query
 from tasks.manifest import load_manifest
 from tests.support.intervals import intervals, most_in_flight
 from tests.support.prefect_server import PREFECT, prefect_server, server_env
-from tests.support.processes import stop
 
 ROOT = Path(__file__).resolve().parents[2]
 POOL = "tf-e2e"
@@ -162,7 +162,7 @@ def dask_cluster(server, tmp_path_factory):
         yield address
     finally:
         for p in reversed(procs):
-            stop(p)
+            stop_process(p, 30)
 
 
 def test_a_deployment_runs_its_candidates_on_a_dask_cluster(server, dask_cluster, tmp_path):
@@ -213,7 +213,7 @@ def test_serve_runs_the_flow_when_a_run_is_triggered(server, tmp_path):
                 assert time.monotonic() < deadline, f"served run still {state.name}"
                 time.sleep(2)
     finally:
-        stop(serve)
+        stop_process(serve, 30)
     assert state.type.value == "COMPLETED", state.message
     assert one_run_entry(data).status == "complete"
     assert run_query(data, "select count(*) from attempts")[1] == [(3,)]

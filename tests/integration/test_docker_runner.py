@@ -18,7 +18,13 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from environments.config import DockerConfig, make_provider
-from environments.sandbox import ExecResult, Sandbox, SandboxProvider
+from environments.sandbox import (
+    ExecResult,
+    InfrastructureError,
+    Sandbox,
+    SandboxError,
+    SandboxProvider,
+)
 
 pytestmark = pytest.mark.docker
 
@@ -145,8 +151,12 @@ def test_files_the_sandbox_user_cannot_touch_go_through_the_engine(exec_via: str
     try:
         with p.sandbox() as s:
             assert b"root:" in s.read_file("/etc/shadow")  # root-only, as before the runner
-            s.write_files({"/opt/tf-x.txt": b"x", "mine.txt": b"m"})  # /opt is root's
-            assert s.exec(["stat", "-c", "%u", "/opt/tf-x.txt"]).stdout == "1000\n"
+            s.exec(["bash", "-c", "mkdir locked && chmod 555 locked"])  # not writable by us
+            s.write_files({"locked/tf-x.txt": b"x", "mine.txt": b"m"})
+            assert s.exec(["stat", "-c", "%u", "locked/tf-x.txt"]).stdout == "1000\n"
+            with pytest.raises(SandboxError, match="(?i)read-only") as refused:  # the root fs
+                s.write_files({"/opt/tf-x.txt": b"x"})
+            assert not isinstance(refused.value, InfrastructureError)
             s.exec(["mkdir", "-p", "adir/sub"])
             s.write_files({"adir": b"now a file"})  # a directory is replaced, as tar does
             assert s.read_file("adir") == b"now a file" and s.read_file("mine.txt") == b"m"

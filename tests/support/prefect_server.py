@@ -7,13 +7,11 @@ import os
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.support.processes import stop
+from flows.api_server import stop_process, wait_healthy
 
 PREFECT = str(Path(sys.executable).with_name("prefect"))
 
@@ -47,19 +45,10 @@ def prefect_server(home: Path, timeout_s: float = 180) -> Iterator[str]:
                              str(port)], env=env, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
     try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                with urllib.request.urlopen(f"{api}/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"prefect server did not start: "
-                                   f"{(home / 'server.log').read_text()[-2000:]}")
-            time.sleep(0.5)
+        if not wait_healthy(api, proc, timeout_s):
+            raise RuntimeError(f"prefect server did not start: "
+                               f"{(home / 'server.log').read_text()[-2000:]}")
         yield api
     finally:
-        stop(proc)
+        stop_process(proc, 30)
         log.close()

@@ -1,0 +1,99 @@
+"""A worker process running an ecosystem folder's code for ``usercode.WorkerPool``.
+
+Started as a script (``python worker.py FOLDER "{role: file}"``), so that it imports
+nothing of the project: only the folder's modules and what they import.  Frames on
+stdin and stdout are an 8-byte big-endian length and a pickle.  The first answer says
+whether the modules imported (``("import_error", (file, message))`` if one did not, and
+which functions they define); then each request
+``(role, function, args, kwargs)`` gets ``("ok", result)``, ``("no_value", (kind,
+message))`` for a sampler's LookupError or ValueError, or ``("error", (type, message))``.
+The user's code prints to stderr, never into the channel.  SIGINT is ignored; stdin EOF
+ends the worker.
+"""
+
+import ast
+import importlib.util
+import os
+import pickle
+import signal
+import struct
+import sys
+import traceback
+from pathlib import Path
+
+HEADER = struct.Struct(">Q")
+
+
+def import_module(folder, file):
+    path = folder / file
+    spec = importlib.util.spec_from_file_location(f"taskfactory_eco_{folder.name}_{path.stem}",
+                                                  path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses and pickling look modules up here
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[spec.name]
+        raise
+    return module
+
+
+def public_functions(module, own_only):
+    """The public callables of ``module`` (with ``own_only``, those it defines itself)."""
+    return sorted(n for n, f in vars(module).items() if callable(f) and not n.startswith("_")
+                  and (not own_only or getattr(f, "__module__", None) == module.__name__))
+
+
+def describe(exc, folder):
+    """``Type: message (file.py, line N)``, the line being the deepest one in the folder."""
+    where = [f for f in traceback.extract_tb(exc.__traceback__)
+             if Path(f.filename).parent == folder]
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"SyntaxError: {exc.msg} ({Path(exc.filename).name}, line {exc.lineno})"
+    at = f" ({Path(where[-1].filename).name}, line {where[-1].lineno})" if where else ""
+    return f"{type(exc).__name__}: {str(exc)[:300]}{at}"
+
+
+def main():
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    folder, modules = Path(sys.argv[1]), ast.literal_eval(sys.argv[2])
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # what the user's code prints goes to stderr
+    source = sys.stdin.buffer
+
+    def send(status, value):
+        data = pickle.dumps((status, value), protocol=pickle.HIGHEST_PROTOCOL)
+        out.write(HEADER.pack(len(data)) + data)
+        out.flush()
+
+    loaded = {}
+    for role, file in modules.items():
+        try:
+            loaded[role] = import_module(folder, file)
+        except BaseException as exc:  # noqa: BLE001 - every failure is reported, none raised
+            send("import_error", (file, describe(exc, folder)))
+            return
+    send("ok", {role: public_functions(module, role == "samplers")
+                for role, module in loaded.items()})
+    while True:
+        header = source.read(HEADER.size)
+        if len(header) < HEADER.size:
+            return
+        role, function, args, kwargs = pickle.loads(source.read(HEADER.unpack(header)[0]))
+        try:
+            result = getattr(loaded[role], function)(*args, **kwargs)
+        except (LookupError, ValueError) as exc:
+            if role != "samplers":
+                send("error", (type(exc).__name__, describe(exc, folder)))
+            else:
+                kind = "LookupError" if isinstance(exc, LookupError) else "ValueError"
+                send("no_value", (kind, str(exc)))
+            continue
+        except BaseException as exc:  # noqa: BLE001
+            send("error", (type(exc).__name__, describe(exc, folder)))
+            continue
+        send("ok", result)
+
+
+if __name__ == "__main__":
+    main()
