@@ -150,7 +150,6 @@ def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
         print(f"warning: {message}", file=sys.stderr)
 
     settings = settings.runnable_on(backend, left_out)
-    hold.enter_context(hold_for_run(settings.data))  # before Prefect starts
     _quiet_prefect()
     server = None
     if not os.environ.get("PREFECT_API_URL"):
@@ -172,6 +171,7 @@ def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1`: where it is stuck
     try:
         plan_ahead(settings)  # a seed failing while planning: one line, nothing written
+        hold.enter_context(hold_for_run(settings.data))  # before Prefect starts
         if server is not None:
             server.wait_ready(float(os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"]))
         summary = run_factory(_here(settings), run_id=run_id, resume=resume,
