@@ -289,6 +289,7 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
             provenance=identity.provenance(seed=settings.seed, image_id=None)))]))
         con.close()
         writer.commit()
+        save_manifest(data, manifest)  # the status too when a repair wrote no runs row
         if all(e.status == "complete" for e in manifest.runs.values()):
             shutil.rmtree(data / RESULTS, ignore_errors=True)  # nothing left to resume
         heap.release()  # the report reads the whole dataset: start it from a trimmed heap
