@@ -33,9 +33,10 @@ from throughput import one_run  # noqa: E402
 
 import flows.candidate  # noqa: E402
 import flows.factory  # noqa: E402
-from environments.config import DockerConfig, resolve_backend  # noqa: E402
+from environments.docker.config import DockerConfig  # noqa: E402
 from environments.ecosystems import BUILTIN_DIR, builtin_names  # noqa: E402
 from environments.ecosystems.code import load_functions  # noqa: E402
+from environments.registry import resolve_backend  # noqa: E402
 
 
 def isolate(on: bool) -> None:

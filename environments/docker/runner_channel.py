@@ -26,7 +26,7 @@ import time
 import docker
 import docker.errors
 
-from environments.docker_exec import BACKSTOP_S, Hijacked, StreamDemux, attach, exit_code
+from environments.docker.exec_path import BACKSTOP_S, Hijacked, StreamDemux, attach, exit_code
 from environments.runner import launch_argv, payload
 from environments.runner.protocol import FrameReader, encode_frame
 from environments.sandbox import TIMEOUT_EXIT_CODE, ExecResult, TailBuffer

@@ -38,7 +38,7 @@ import time
 import uuid
 from typing import IO
 
-from environments.config import LocalConfig
+from environments.local.config import LocalConfig
 from environments.runner import procs
 from environments.sandbox import (
     DEFAULT_READ_MAX,
@@ -107,8 +107,8 @@ def _feed(stream: IO[bytes], data: bytes) -> None:
 
 class LocalSandbox(Sandbox):
     def __init__(self, provider: LocalProvider, root: str, labels: dict[str, str]) -> None:
-        super().__init__()
-        self._provider, self._cfg, self.root, self.labels = provider, provider.config, root, labels
+        super().__init__(provider)
+        self._cfg, self.root, self.labels = provider.config, root, labels
         self.workdir = os.path.join(root, "workspace")
         self._snapdir = os.path.join(root, "snapshots")
         self._procs: set[int] = set()  # running process groups, killed by close()
@@ -134,10 +134,8 @@ class LocalSandbox(Sandbox):
             val = val if hard == resource.RLIM_INFINITY else min(val, hard)
             resource.setrlimit(res, (val, val))
 
-    def exec(self, argv, *, timeout=30.0, workdir=None, env=None, stdin=None) -> ExecResult:
-        self._check_open()
-        if not argv or timeout <= 0:
-            raise ValueError("argv must be non-empty and timeout positive")
+    def _exec(self, argv: list[str], timeout: float, workdir: str | None,
+              env: dict[str, str] | None, stdin: bytes | None) -> ExecResult:
         cwd = self._resolve(workdir) if workdir else self.workdir
         home, tmp = os.path.join(self.root, "home"), os.path.join(self.root, "tmp")
         marker = uuid.uuid4().hex[:16]
@@ -241,12 +239,7 @@ class LocalSandbox(Sandbox):
         except (OSError, shutil.Error) as e:
             raise SandboxError(f"restore failed: {e}") from e
 
-    def close(self) -> None:
-        with self._close_lock:
-            if self._closed:
-                return
-            self._closed = True
-        self._provider._forget(self)
+    def _release(self) -> None:
         with self._procs_lock:
             for pgid in self._procs:
                 _killpg(pgid)
@@ -260,18 +253,13 @@ class LocalProvider(SandboxProvider):
         super().__init__(run_id)
         self.config = config
 
-    def open(self, *, labels: dict[str, str] | None = None) -> LocalSandbox:
-        self._check_open()
+    def _create(self, labels: dict[str, str]) -> LocalSandbox:
         root = os.path.realpath(tempfile.mkdtemp(prefix=f"taskfactory-{_safe(self.run_id)}-"))
         for sub in ("workspace", "snapshots", "home", "tmp"):
             os.mkdir(os.path.join(root, sub), 0o755)
         with open(os.path.join(root, MARKER), "w") as f:
             f.write(f"{self.run_id}\n{os.getpid()}\n")
-        sb = LocalSandbox(self, root, dict(labels or {}))
-        if not self._register(sb):
-            sb.close()
-            raise SandboxClosedError(f"provider for run {self.run_id} was closed")
-        return sb
+        return LocalSandbox(self, root, labels)
 
     def reap(self, run_id: str | None = None) -> int:
         """With ``run_id``: remove that run's sandbox dirs. Without: returns 0 (local

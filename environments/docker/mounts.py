@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from docker.types import DriverConfig, Mount
 
-from environments.config import DockerConfig
+from environments.docker.config import DockerConfig
 
 SNAP_ROOT = "/tmp/.tf-snap"
 SHARED_DIRS = ("/tmp", "/var/tmp", "/run/lock")
