@@ -69,7 +69,7 @@ def seed_calls() -> None:
 
     for name in builtin_names():
         folder = BUILTIN_DIR / name
-        generate = {w: load_functions(folder, {"seed": "seed.py"}, w)["seed"]["generate"]
+        generate = {w: load_functions(folder, {"seed": "seed.py"}, w)[0]["seed"]["generate"]
                     for w in (False, True)}
         medians: dict[bool, list[float]] = {False: [], True: []}
         for r in range(4):

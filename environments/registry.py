@@ -93,12 +93,12 @@ def resolve_backend(name: str) -> BackendConfig:
     else local with a WARNING log line, because the local backend isolates less."""
     key = name.strip().lower() if ":" not in name else name.strip()
     if key != AUTO:
-        return config_class(key)()
-    docker = config_class("docker")()
+        return config_class(key).model_validate({})
+    docker = config_class("docker").model_validate({})
     if docker.available():
         return docker
     log.warning(LOCAL_FALLBACK_WARNING)
-    return config_class("local")()
+    return config_class("local").model_validate({})
 
 
 def parse_backend(data: Mapping[str, Any]) -> BackendConfig:

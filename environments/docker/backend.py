@@ -304,17 +304,17 @@ class DockerProvider(SandboxProvider):
         except ENGINE_ERRORS as e:
             what = f"cannot create a sandbox container from {cfg.image}"
             raise as_infrastructure(e, what) or SandboxError(f"{what}: {e}") from e
-        attached = None
+        attached, container_id = None, str(container.id)
         try:
             if via_runner:
-                attached = attach_container(self.client.api, container.id)
-            sb = DockerSandbox(self, container.id, name, all_labels, attached)
+                attached = attach_container(self.client.api, container_id)
+            sb = DockerSandbox(self, container_id, name, all_labels, attached)
             container.start()
         except BaseException as e:
             if attached is not None:
                 attached[1]()
             with contextlib.suppress(SandboxError):  # else reaped with the run
-                _remove(self.client.api, container.id)
+                _remove(self.client.api, container_id)
             if isinstance(e, ENGINE_ERRORS):
                 what = f"cannot start sandbox container {name}"
                 raise as_infrastructure(e, what) or SandboxError(f"{what}: {e}") from e

@@ -25,6 +25,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import docker
 import docker.errors
@@ -88,7 +89,7 @@ def attach_container(api: docker.APIClient, container_id: str) -> Hijacked:
     return hijacked(api.attach_socket(container_id, params=params))
 
 
-def hijacked(raw: object) -> Hijacked:
+def hijacked(raw: Any) -> Hijacked:
     """The real socket under a docker-py hijacked response, and a closer for all of it."""
     sock: socket.socket = getattr(raw, "_sock", raw)  # a SocketIO wraps the real socket
     response = getattr(raw, "_response", None)  # docker-py keeps the HTTP response here

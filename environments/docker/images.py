@@ -87,7 +87,7 @@ def _build(client: docker.DockerClient, eco: Ecosystem, base: str, packages: lis
 
     spec = eco.spec.image
     try:
-        base_id = client.images.get(base).id
+        base_id = str(client.images.get(base).id)
     except docker.errors.ImageNotFound as exc:
         raise SandboxUnavailableError(f"base image {base} is missing; build it with "
                                       "`make image`") from exc

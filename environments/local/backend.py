@@ -36,6 +36,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import IO
 
 from environments.local.config import LocalConfig
@@ -157,7 +158,8 @@ class LocalSandbox(Sandbox):
         except OSError as e:  # like a shell: 127 not found, 126 not executable
             code = 127 if isinstance(e, FileNotFoundError) else 126
             return _result(code, "", f"{argv[0]}: {e.strerror}\n", start)
-        jobs = [(_drain, proc.stdout, out), (_drain, proc.stderr, err)]
+        jobs: list[tuple[Callable[..., None], IO[bytes] | None, object]] = [
+            (_drain, proc.stdout, out), (_drain, proc.stderr, err)]
         if stdin is not None:
             jobs.append((_feed, proc.stdin, stdin))
         threads = [threading.Thread(target=f, args=(s, a), daemon=True) for f, s, a in jobs]
