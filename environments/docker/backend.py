@@ -30,12 +30,12 @@ import os
 import posixpath
 import re
 import uuid
+from typing import TYPE_CHECKING
 
 import docker
 import docker.errors
 from docker.types import LogConfig
 
-from environments.docker.config import DockerConfig
 from environments.docker.exec_path import (
     Hijacked,
     attach_container,
@@ -63,6 +63,9 @@ from environments.sandbox import (
     SandboxUnavailableError,
     Snapshot,
 )
+
+if TYPE_CHECKING:
+    from environments.docker.config import DockerConfig
 
 RUN_LABEL = "taskfactory.run"
 OWNER_LABEL = "taskfactory.owner_pid"

@@ -14,15 +14,16 @@ import tarfile
 import threading
 from typing import TYPE_CHECKING, TypeVar
 
-from environments.docker.config import DockerConfig
 from environments.ecosystems import Ecosystem
 from environments.sandbox import SandboxUnavailableError
 
 if TYPE_CHECKING:
     import docker
 
+    from environments.docker.config import DockerConfig
+
 _build_lock = threading.Lock()
-D = TypeVar("D", bound=DockerConfig)
+D = TypeVar("D", bound="DockerConfig")
 _built: dict[tuple[str, str, str, tuple[str, ...]], DockerConfig] = {}
 """(ecosystem, digest, base config, packages) -> the config of its image, once known."""
 _failed: dict[str, str] = {}

@@ -37,9 +37,8 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-from environments.local.config import LocalConfig
 from environments.runner import procs
 from environments.sandbox import (
     DEFAULT_READ_MAX,
@@ -52,6 +51,9 @@ from environments.sandbox import (
     Snapshot,
     TailBuffer,
 )
+
+if TYPE_CHECKING:
+    from environments.local.config import LocalConfig
 
 WORKDIR_ALIAS = "/workspace"
 MARKER = ".taskfactory-sandbox"
