@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harbor_tools import export, find_harbor, harbor_job, parser, sample  # noqa: E402
 
-from environments.config import DockerConfig  # noqa: E402
-from environments.images import ecosystem_image  # noqa: E402
+from environments.docker.config import DockerConfig  # noqa: E402
+from environments.docker.images import ecosystem_image  # noqa: E402
 from flows.providers import close_run, provider_for  # noqa: E402
 from tasks.harbor import ExportTask  # noqa: E402
 from tasks.harbor_env import base_image  # noqa: E402

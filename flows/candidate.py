@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
 
-from environments.config import DockerConfig, LocalConfig
+from environments.config import BackendConfig
 from environments.ecosystems import Ecosystem, load_ecosystem
-from environments.sandbox import Sandbox, SandboxUnavailableError
+from environments.sandbox import Sandbox
 from flows import limits
 from flows.infrastructure import CandidateErrored, errored
 from flows.provenance import generator_version
@@ -41,8 +41,6 @@ from tasks.repair_llm import propose_repair
 from tasks.trajectories import render_trajectories
 from tasks.validate import run_gate
 from tasks.verify import derive_checks, render_verifier
-
-BackendConfig = DockerConfig | LocalConfig
 
 
 @dataclass
@@ -74,23 +72,6 @@ def ecosystem(name_or_path: str) -> Ecosystem:
     return load_ecosystem(name_or_path)
 
 
-def backend_for(eco: Ecosystem, backend: BackendConfig,
-                packages: tuple[str, ...] = ()) -> BackendConfig:
-    """The backend config for ``eco`` (its own image on docker, with ``packages`` added);
-    SandboxUnavailableError for a backend the ecosystem does not support, or packages on
-    the local backend."""
-    if backend.type not in eco.spec.backends:
-        raise SandboxUnavailableError(
-            f"ecosystem {eco.name!r} needs the {' or '.join(eco.spec.backends)} backend, "
-            f"not {backend.type}")
-    if isinstance(backend, DockerConfig):
-        from environments.images import ecosystem_image
-        return ecosystem_image(eco, backend, packages)
-    if packages:
-        raise SandboxUnavailableError("the local backend cannot install packages")
-    return backend
-
-
 def task_id_for(eco: Ecosystem, digest: str, graph: WorkflowGraph, instruction: str,
                 verifier_py: str, solution_sh: str) -> str:
     blob = json.dumps([eco.name, eco.digest, digest, graph.model_dump(mode="json"),
@@ -108,7 +89,7 @@ class _Opener:
         self.opened = 0
 
     def __call__(self, packages: tuple[str, ...]) -> AbstractContextManager[Sandbox]:
-        config = backend_for(self.eco, self.backend, packages)
+        config = self.backend.for_ecosystem(self.eco, packages)
         self.opened += 1
         return provider_for(config, self.run_id).sandbox(labels=self.labels)
 

@@ -132,7 +132,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
          hold: contextlib.ExitStack) -> int:
     """The run, once its input is checked; ``hold`` keeps the dataset lock until it ends."""
-    from environments.config import docker_available
+    from environments.docker.config import docker_available
     from tasks.manifest import DatasetError
 
     backend = settings.backend

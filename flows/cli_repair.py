@@ -79,7 +79,7 @@ def cmd_repair(args: argparse.Namespace) -> int:
 
 def _rerun(data: Path, run_id: str, ids: list[str]) -> None:
     """Run ``ids`` of the complete run ``run_id`` again with its recorded settings."""
-    from environments.config import docker_available
+    from environments.docker.config import docker_available
     from flows.cli import _quiet_prefect
     from flows.settings import RunSettings
     from tasks.manifest import load_manifest

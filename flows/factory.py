@@ -37,18 +37,12 @@ from prefect.runtime import flow_run
 from prefect.states import State
 from pydantic import BaseModel
 
-from environments.config import resolve_backend
+from environments.config import BackendConfig
+from environments.registry import resolve_backend
 from environments.sandbox import SandboxError
 from flows import heap, runs, ui
 from flows.admission import Admission
-from flows.candidate import (
-    BackendConfig,
-    Outcome,
-    backend_for,
-    build_candidate,
-    ecosystem,
-    engine_failure,
-)
+from flows.candidate import Outcome, build_candidate, ecosystem, engine_failure
 from flows.infrastructure import retried
 from flows.interrupts import keyboard_interrupts
 from flows.parameters import effective_settings
@@ -201,7 +195,7 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
     refs = {ecosystem(ref).name: ref for ref in settings.ecosystems}
     if len(refs) != len(settings.ecosystems):
         raise ValueError(f"two of the ecosystems {settings.ecosystems} share a name")
-    backends = {name: backend_for(ecosystem(ref), base) for name, ref in refs.items()}
+    backends = {name: base.for_ecosystem(ecosystem(ref)) for name, ref in refs.items()}
     images = {name: image_id(b) for name, b in backends.items()}
     llm = llm_identity()
     index = DedupIndex()

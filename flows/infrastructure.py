@@ -21,8 +21,8 @@ from typing import TypeVar
 
 import httpx
 
-from environments.config import DockerConfig, LocalConfig, docker_available
-from environments.docker_faults import ENGINE_ERRORS, as_infrastructure
+from environments.config import BackendConfig
+from environments.docker.faults import ENGINE_ERRORS, as_infrastructure
 from environments.sandbox import InfrastructureError
 
 log = logging.getLogger(__name__)
@@ -76,15 +76,13 @@ def errored(stage: str, exc: BaseException) -> CandidateErrored | None:
     return CandidateErrored(stage, reason, f"{type(exc).__name__}: {exc}{where}")
 
 
-def wait_for_engine(backend: DockerConfig | LocalConfig, max_s: float = ENGINE_WAIT_S,
+def wait_for_engine(backend: BackendConfig, max_s: float = ENGINE_WAIT_S,
                     stopping: Callable[[], bool] = lambda: False) -> bool:
     """Ping the backend's engine, backing off from 0.5 s to 10 s, until it answers (True)
     or ``max_s`` passed or ``stopping()`` (False).  The local backend has no engine: True
     at once."""
-    if not isinstance(backend, DockerConfig):
-        return True
     deadline, pause = time.monotonic() + max_s, 0.5
-    while not docker_available(timeout=3.0):
+    while not backend.available(timeout=3.0):
         if stopping() or time.monotonic() + pause > deadline:
             return False
         for _ in range(int(pause / 0.25)):  # a stopping run is noticed within 0.25 s
@@ -100,7 +98,7 @@ def engine_wait_bound() -> float:
     return float(os.environ.get("TASKFACTORY_ENGINE_WAIT_S") or ENGINE_WAIT_S)
 
 
-def retried(run: Callable[[], T], backend: DockerConfig | LocalConfig, name: str,
+def retried(run: Callable[[], T], backend: BackendConfig, name: str,
             tries: int = TRIES, engine_wait_s: float | None = None,
             stopping: Callable[[], bool] = lambda: False) -> T:
     """``run()``, run again (up to ``tries`` in all) while it fails for infrastructure

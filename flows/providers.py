@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import threading
 
-from environments.config import DockerConfig, LocalConfig, make_provider
+from environments.config import BackendConfig
+from environments.registry import make_provider
 from environments.sandbox import InfrastructureError, SandboxProvider
 
 log = logging.getLogger(__name__)
@@ -15,7 +16,7 @@ _providers: dict[tuple[str, str], SandboxProvider] = {}
 _closed: set[str] = set()
 
 
-def provider_for(config: DockerConfig | LocalConfig, run_id: str) -> SandboxProvider:
+def provider_for(config: BackendConfig, run_id: str) -> SandboxProvider:
     key = (config.model_dump_json(), run_id)
     with _lock:
         if key not in _providers:

@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass
 from typing import Literal
 
-from environments.config import DockerConfig
+from environments.docker.config import DockerConfig
 from environments.ecosystems import Ecosystem
 from schemas.records import TaskRow
 from schemas.trace import Trace

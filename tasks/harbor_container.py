@@ -163,7 +163,7 @@ def remove_run(client, run: str) -> int:  # noqa: ANN001
 def sweep_stale(client) -> int:  # noqa: ANN001
     """Remove the containers and images of check runs whose process is gone (a check that
     was killed cannot clean up after itself); how many were removed."""
-    from environments.docker_backend import owner_dead
+    from environments.docker.backend import owner_dead
 
     found = [*client.api.containers(all=True, filters={"label": CHECK_LABEL}),
              *client.api.images(filters={"label": CHECK_LABEL})]

@@ -2,7 +2,7 @@
 layer, the environment the factory validated.
 
 Realization in the factory (``tasks/realize.py``) is: the ecosystem's image (base tag +
-Debian packages + support files, ``environments/images.py``), the seed files written into
+Debian packages + support files, ``environments/docker/images.py``), the seed files written into
 ``/workspace`` as uid 1000 (files 0644, folders 0755), the ecosystem's ``setup`` run as
 uid 1000 in ``/workspace``, the repairs' additions (folders, then files), and the
 ``service`` started and awaited.  The Dockerfile does the same, in the same order:
@@ -25,9 +25,9 @@ import json
 import posixpath
 import shlex
 
-from environments.config import DockerConfig
+from environments.docker.config import DockerConfig
+from environments.docker.images import dockerfile
 from environments.ecosystems import Ecosystem
-from environments.images import dockerfile
 from schemas.records import TaskRow
 from schemas.trace import EnvAdditions
 from tasks.realize import env_digest, service_start_command

@@ -18,8 +18,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from environments.config import DockerConfig, make_provider
-from environments.images import ecosystem_image
+from environments.docker.config import DockerConfig
+from environments.docker.images import ecosystem_image
+from environments.registry import make_provider
 from tasks.harbor import ExportTask
 from tasks.harbor_container import TaskContainer
 from tasks.harbor_env import base_image

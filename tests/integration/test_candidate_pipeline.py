@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from environments.config import DockerConfig, LocalConfig
+from environments.docker.config import DockerConfig
+from environments.local.config import LocalConfig
 from flows import candidate as candidate_module
 from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run, provider_for

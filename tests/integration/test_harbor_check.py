@@ -16,7 +16,7 @@ import shutil
 import docker
 import pytest
 
-from environments.config import DockerConfig
+from environments.docker.config import DockerConfig
 from flows.export_harbor import load_ecosystems, load_rows
 from tasks.harbor import ExportTask
 from tasks.harbor_check import check_folder

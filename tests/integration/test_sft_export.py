@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from environments.config import LocalConfig
+from environments.local.config import LocalConfig
 from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run
 from tasks.plan import plan_candidates

@@ -12,7 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from environments.config import DockerConfig, LocalConfig
+from environments.docker.config import DockerConfig
+from environments.local.config import LocalConfig
 from flows.candidate import Outcome, build_candidate, ecosystem
 from flows.providers import close_run
 from schemas.graph import Candidate

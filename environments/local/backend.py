@@ -36,9 +36,9 @@ import tempfile
 import threading
 import time
 import uuid
-from typing import IO
+from collections.abc import Callable
+from typing import IO, TYPE_CHECKING
 
-from environments.config import LocalConfig
 from environments.runner import procs
 from environments.sandbox import (
     DEFAULT_READ_MAX,
@@ -51,6 +51,9 @@ from environments.sandbox import (
     Snapshot,
     TailBuffer,
 )
+
+if TYPE_CHECKING:
+    from environments.local.config import LocalConfig
 
 WORKDIR_ALIAS = "/workspace"
 MARKER = ".taskfactory-sandbox"
@@ -107,8 +110,8 @@ def _feed(stream: IO[bytes], data: bytes) -> None:
 
 class LocalSandbox(Sandbox):
     def __init__(self, provider: LocalProvider, root: str, labels: dict[str, str]) -> None:
-        super().__init__()
-        self._provider, self._cfg, self.root, self.labels = provider, provider.config, root, labels
+        super().__init__(provider)
+        self._cfg, self.root, self.labels = provider.config, root, labels
         self.workdir = os.path.join(root, "workspace")
         self._snapdir = os.path.join(root, "snapshots")
         self._procs: set[int] = set()  # running process groups, killed by close()
@@ -134,10 +137,8 @@ class LocalSandbox(Sandbox):
             val = val if hard == resource.RLIM_INFINITY else min(val, hard)
             resource.setrlimit(res, (val, val))
 
-    def exec(self, argv, *, timeout=30.0, workdir=None, env=None, stdin=None) -> ExecResult:
-        self._check_open()
-        if not argv or timeout <= 0:
-            raise ValueError("argv must be non-empty and timeout positive")
+    def _exec(self, argv: list[str], timeout: float, workdir: str | None,
+              env: dict[str, str] | None, stdin: bytes | None) -> ExecResult:
         cwd = self._resolve(workdir) if workdir else self.workdir
         home, tmp = os.path.join(self.root, "home"), os.path.join(self.root, "tmp")
         marker = uuid.uuid4().hex[:16]
@@ -159,7 +160,8 @@ class LocalSandbox(Sandbox):
         except OSError as e:  # like a shell: 127 not found, 126 not executable
             code = 127 if isinstance(e, FileNotFoundError) else 126
             return _result(code, "", f"{argv[0]}: {e.strerror}\n", start)
-        jobs = [(_drain, proc.stdout, out), (_drain, proc.stderr, err)]
+        jobs: list[tuple[Callable[..., None], IO[bytes] | None, object]] = [
+            (_drain, proc.stdout, out), (_drain, proc.stderr, err)]
         if stdin is not None:
             jobs.append((_feed, proc.stdin, stdin))
         threads = [threading.Thread(target=f, args=(s, a), daemon=True) for f, s, a in jobs]
@@ -241,12 +243,7 @@ class LocalSandbox(Sandbox):
         except (OSError, shutil.Error) as e:
             raise SandboxError(f"restore failed: {e}") from e
 
-    def close(self) -> None:
-        with self._close_lock:
-            if self._closed:
-                return
-            self._closed = True
-        self._provider._forget(self)
+    def _release(self) -> None:
         with self._procs_lock:
             for pgid in self._procs:
                 _killpg(pgid)
@@ -260,18 +257,13 @@ class LocalProvider(SandboxProvider):
         super().__init__(run_id)
         self.config = config
 
-    def open(self, *, labels: dict[str, str] | None = None) -> LocalSandbox:
-        self._check_open()
+    def _create(self, labels: dict[str, str]) -> LocalSandbox:
         root = os.path.realpath(tempfile.mkdtemp(prefix=f"taskfactory-{_safe(self.run_id)}-"))
         for sub in ("workspace", "snapshots", "home", "tmp"):
             os.mkdir(os.path.join(root, sub), 0o755)
         with open(os.path.join(root, MARKER), "w") as f:
             f.write(f"{self.run_id}\n{os.getpid()}\n")
-        sb = LocalSandbox(self, root, dict(labels or {}))
-        if not self._register(sb):
-            sb.close()
-            raise SandboxClosedError(f"provider for run {self.run_id} was closed")
-        return sb
+        return LocalSandbox(self, root, labels)
 
     def reap(self, run_id: str | None = None) -> int:
         """With ``run_id``: remove that run's sandbox dirs. Without: returns 0 (local

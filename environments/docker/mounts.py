@@ -16,11 +16,12 @@ plain tmpfs mount (only the in-container runner or shell touches them), nested i
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from docker.types import DriverConfig, Mount
 
-from environments.config import DockerConfig
+if TYPE_CHECKING:
+    from environments.docker.config import DockerConfig
 
 SNAP_ROOT = "/tmp/.tf-snap"
 SHARED_DIRS = ("/tmp", "/var/tmp", "/run/lock")

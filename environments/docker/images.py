@@ -12,13 +12,19 @@ import hashlib
 import io
 import tarfile
 import threading
+from typing import TYPE_CHECKING, TypeVar
 
-from environments.config import DockerConfig
 from environments.ecosystems import Ecosystem
 from environments.sandbox import SandboxUnavailableError
 
+if TYPE_CHECKING:
+    import docker
+
+    from environments.docker.config import DockerConfig
+
 _build_lock = threading.Lock()
-_built: dict[tuple, DockerConfig] = {}
+D = TypeVar("D", bound="DockerConfig")
+_built: dict[tuple[str, str, str, tuple[str, ...]], DockerConfig] = {}
 """(ecosystem, digest, base config, packages) -> the config of its image, once known."""
 _failed: dict[str, str] = {}
 """Tags whose build failed in this process, and why: not retried (a build costs seconds)."""
@@ -48,8 +54,7 @@ def _context(text: str, files: dict[str, bytes]) -> io.BytesIO:
     return buf
 
 
-def ecosystem_image(eco: Ecosystem, config: DockerConfig,
-                    extra_packages: tuple[str, ...] = ()) -> DockerConfig:
+def ecosystem_image(eco: Ecosystem, config: D, extra_packages: tuple[str, ...] = ()) -> D:
     """The docker config with ``image`` set to the ecosystem's image (built if missing),
     with ``extra_packages`` installed on top of the ecosystem's own.
 
@@ -61,13 +66,13 @@ def ecosystem_image(eco: Ecosystem, config: DockerConfig,
         return config
     key = (str(eco.folder), eco.digest, config.model_dump_json(), tuple(packages))
     with _build_lock:
-        if key in _built:
-            return _built[key]
-    _built[key] = _image(eco, config, packages)
-    return _built[key]
+        known = _built.get(key)
+    if not isinstance(known, type(config)):
+        known = _built[key] = _image(eco, config, packages)
+    return known
 
 
-def _image(eco: Ecosystem, config: DockerConfig, packages: list[str]) -> DockerConfig:
+def _image(eco: Ecosystem, config: D, packages: list[str]) -> D:
     import docker
 
     client = docker.from_env(timeout=600)
@@ -77,13 +82,13 @@ def _image(eco: Ecosystem, config: DockerConfig, packages: list[str]) -> DockerC
         client.close()
 
 
-def _build(client, eco: Ecosystem, base: str, packages: list[str]) -> str:  # noqa: ANN001
+def _build(client: docker.DockerClient, eco: Ecosystem, base: str, packages: list[str]) -> str:
     """The tag of the ecosystem's image on ``base`` with ``packages``, built if missing."""
     import docker.errors
 
     spec = eco.spec.image
     try:
-        base_id = client.images.get(base).id
+        base_id = str(client.images.get(base).id)
     except docker.errors.ImageNotFound as exc:
         raise SandboxUnavailableError(f"base image {base} is missing; build it with "
                                       "`make image`") from exc

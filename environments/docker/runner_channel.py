@@ -22,11 +22,12 @@ import logging
 import socket
 import threading
 import time
+from typing import Any
 
 import docker
 import docker.errors
 
-from environments.docker_exec import BACKSTOP_S, Hijacked, StreamDemux, attach, exit_code
+from environments.docker.exec_path import BACKSTOP_S, Hijacked, StreamDemux, attach, exit_code
 from environments.runner import launch_argv, payload
 from environments.runner.protocol import FrameReader, encode_frame
 from environments.sandbox import TIMEOUT_EXIT_CODE, ExecResult, TailBuffer
@@ -66,7 +67,7 @@ class _Call:
 
     def __init__(self) -> None:
         self.done = threading.Event()
-        self.header: dict | None = None
+        self.header: dict[str, Any] | None = None
         self.blob = b""
 
 
@@ -163,8 +164,8 @@ class RunnerChannel:
         _raise_file_error(header)
 
     # ---- channel -------------------------------------------------------------------------
-
-    def request(self, header: dict, blob: bytes, wait_s: float) -> tuple[dict, bytes]:
+    def request(self, header: dict[str, Any], blob: bytes, wait_s: float
+                ) -> tuple[dict[str, Any], bytes]:  # fmt: skip
         """Send one request and wait up to ``wait_s`` for its answer; ``RunnerGone``."""
         call = _Call()
         with self._lock:
@@ -205,7 +206,7 @@ class RunnerChannel:
         with self._send_lock:
             self._sock.sendall(data)
 
-    def _wait(self, call: _Call, wait_s: float) -> tuple[dict, bytes]:
+    def _wait(self, call: _Call, wait_s: float) -> tuple[dict[str, Any], bytes]:
         if not call.done.wait(wait_s):
             self.abandon(f"the runner gave no answer within {wait_s:.0f} s")
             raise RunnerGone(f"the runner gave no answer within {wait_s:.0f} s", backstop=True)
@@ -236,7 +237,7 @@ class RunnerChannel:
             reason = f"the runner channel broke: {e!r}"
         self.abandon(reason)
 
-    def _deliver(self, header: dict, blob: bytes) -> None:
+    def _deliver(self, header: dict[str, Any], blob: bytes) -> None:
         with self._lock:
             call = self._pending.pop(header.get("id"), None)  # type: ignore[arg-type]
         if call is not None:  # else: an answer nobody waits for any more
@@ -256,7 +257,7 @@ class RunnerChannel:
                           timed_out=e.backstop and duration >= timeout, truncated=False)
 
 
-def _raise_file_error(header: dict) -> None:
+def _raise_file_error(header: dict[str, Any]) -> None:
     if "error" in header:
         raise RunnerFileError(str(header["error"]), str(header.get("message", "")))
 

@@ -10,7 +10,7 @@ go over the raw hijacked socket, so stdin works and output stays bounded (the ta
 kept).
 
 Functions here raise ``docker.errors.APIError`` (and ``NotFound``) as the engine does;
-``docker_backend`` turns them into ``SandboxError`` / ``SandboxClosedError``.
+``environments.docker.backend`` turns them into ``SandboxError`` / ``SandboxClosedError``.
 """
 
 from __future__ import annotations
@@ -25,10 +25,12 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import docker
 import docker.errors
 
+from environments.runner import procs
 from environments.sandbox import TIMEOUT_EXIT_CODE, ExecResult, SandboxError, TailBuffer
 
 BACKSTOP_S = 10  # host-side grace on top of the in-container timeout
@@ -44,7 +46,7 @@ _EXEC_SH = (
     'wait "$p"; r=$?; kill -KILL -"$p" 2>/dev/null; '
     'case $r in 124|137) python3 -I -S -c "$k" "$m" "$u";; esac; exit "$r"'
 )
-_STRAYS_PY = (Path(__file__).with_name("runner") / "procs.py").read_text() + (
+_STRAYS_PY = Path(procs.__file__).read_text() + (
     "\nimport sys\nkill_strays(sys.argv[1], float(sys.argv[2]) * os.sysconf('SC_CLK_TCK'))\n")
 
 
@@ -87,7 +89,7 @@ def attach_container(api: docker.APIClient, container_id: str) -> Hijacked:
     return hijacked(api.attach_socket(container_id, params=params))
 
 
-def hijacked(raw: object) -> Hijacked:
+def hijacked(raw: Any) -> Hijacked:
     """The real socket under a docker-py hijacked response, and a closer for all of it."""
     sock: socket.socket = getattr(raw, "_sock", raw)  # a SocketIO wraps the real socket
     response = getattr(raw, "_response", None)  # docker-py keeps the HTTP response here

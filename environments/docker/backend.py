@@ -18,7 +18,7 @@ How verbs reach the container depends on ``DockerConfig.exec_via``:
   (retried with a growing backoff). Files the sandbox user may not write or read go
   through the engine's archive calls.
 - ``"docker-exec"``: one ``docker exec`` per command and the archive calls for files
-  (``environments.docker_exec``).
+  (``environments.docker.exec_path``).
 
 Both keep the same contract (the conformance suite runs against each).
 """
@@ -30,16 +30,27 @@ import os
 import posixpath
 import re
 import uuid
+from typing import TYPE_CHECKING
 
 import docker
 import docker.errors
 from docker.types import LogConfig
 
-from environments.config import DockerConfig
-from environments.docker_exec import Hijacked, attach_container, exec_once, get_file, put_files
-from environments.docker_faults import ENGINE_ERRORS, EngineUnreachableError, as_infrastructure
-from environments.docker_mounts import SNAP_ROOT, scratch_mounts
-from environments.docker_runner import RunnerChannel, RunnerFileError, RunnerGone, RunnerSlot
+from environments.docker.exec_path import (
+    Hijacked,
+    attach_container,
+    exec_once,
+    get_file,
+    put_files,
+)
+from environments.docker.faults import ENGINE_ERRORS, EngineUnreachableError, as_infrastructure
+from environments.docker.mounts import SNAP_ROOT, scratch_mounts
+from environments.docker.runner_channel import (
+    RunnerChannel,
+    RunnerFileError,
+    RunnerGone,
+    RunnerSlot,
+)
 from environments.runner import container_argv
 from environments.sandbox import (
     DEFAULT_READ_MAX,
@@ -52,6 +63,9 @@ from environments.sandbox import (
     SandboxUnavailableError,
     Snapshot,
 )
+
+if TYPE_CHECKING:
+    from environments.docker.config import DockerConfig
 
 RUN_LABEL = "taskfactory.run"
 OWNER_LABEL = "taskfactory.owner_pid"
@@ -87,8 +101,8 @@ class DockerSandbox(Sandbox):
         self, provider: DockerProvider, container_id: str, name: str, labels: dict[str, str],
         attached: Hijacked | None = None,
     ) -> None:
-        super().__init__()
-        self._provider, self._api, self._cfg = provider, provider.client.api, provider.config
+        super().__init__(provider)
+        self._api, self._cfg = provider.client.api, provider.config
         self.container_id, self.name, self.labels = container_id, name, labels
         self.workdir = provider.config.workdir
         self._snaps: set[str] = set()
@@ -124,10 +138,8 @@ class DockerSandbox(Sandbox):
         """The runner, or None for plain docker exec (configured, or no runner right now)."""
         return self._runners.get() if self._cfg.exec_via == "runner" else None
 
-    def exec(self, argv, *, timeout=30.0, workdir=None, env=None, stdin=None) -> ExecResult:
-        self._check_open()
-        if not argv or timeout <= 0:
-            raise ValueError("argv must be non-empty and timeout positive")
+    def _exec(self, argv: list[str], timeout: float, workdir: str | None,
+              env: dict[str, str] | None, stdin: bytes | None) -> ExecResult:
         wd = self._abs(workdir) if workdir else self.workdir
         cap = self._cfg.output_cap_bytes
         runner = self._channel()
@@ -243,12 +255,7 @@ class DockerSandbox(Sandbox):
         if not res.ok:
             raise SandboxError(f"{op} failed in sandbox {self.name}: {res.stderr[-2000:]}")
 
-    def close(self) -> None:
-        with self._close_lock:
-            if self._closed:
-                return
-            self._closed = True
-        self._provider._forget(self)
+    def _release(self) -> None:
         try:
             _remove(self._api, self.container_id)
         finally:  # the container is gone, so a runner being started fails at once
@@ -271,11 +278,10 @@ class DockerProvider(SandboxProvider):
                 "`bash environments/engine/ensure-docker.sh`"
             ) from e
 
-    def open(self, *, labels: dict[str, str] | None = None) -> DockerSandbox:
-        self._check_open()
+    def _create(self, labels: dict[str, str]) -> DockerSandbox:
         cfg = self.config
         # our labels win over caller labels: reap depends on them
-        all_labels = {**(labels or {}), RUN_LABEL: self.run_id, OWNER_LABEL: str(os.getpid())}
+        all_labels = {**labels, RUN_LABEL: self.run_id, OWNER_LABEL: str(os.getpid())}
         name = f"tf-{re.sub(r'[^a-zA-Z0-9_.-]', '-', self.run_id)[:40]}-{uuid.uuid4().hex[:10]}"
         via_runner = cfg.exec_via == "runner"
         scratch = scratch_mounts(cfg)
@@ -301,24 +307,21 @@ class DockerProvider(SandboxProvider):
         except ENGINE_ERRORS as e:
             what = f"cannot create a sandbox container from {cfg.image}"
             raise as_infrastructure(e, what) or SandboxError(f"{what}: {e}") from e
-        attached = None
+        attached, container_id = None, str(container.id)
         try:
             if via_runner:
-                attached = attach_container(self.client.api, container.id)
-            sb = DockerSandbox(self, container.id, name, all_labels, attached)
+                attached = attach_container(self.client.api, container_id)
+            sb = DockerSandbox(self, container_id, name, all_labels, attached)
             container.start()
         except BaseException as e:
             if attached is not None:
                 attached[1]()
             with contextlib.suppress(SandboxError):  # else reaped with the run
-                _remove(self.client.api, container.id)
+                _remove(self.client.api, container_id)
             if isinstance(e, ENGINE_ERRORS):
                 what = f"cannot start sandbox container {name}"
                 raise as_infrastructure(e, what) or SandboxError(f"{what}: {e}") from e
             raise
-        if not self._register(sb):  # the provider was closed while we created it
-            sb.close()
-            raise SandboxClosedError(f"provider for run {self.run_id} was closed")
         return sb
 
     def reap(self, run_id: str | None = None) -> int:
