@@ -81,7 +81,7 @@ def _ecosystem_refs(args: argparse.Namespace) -> list[str]:
 
 def _settings(args: argparse.Namespace):
     from flows.settings import RunSettings
-    from tasks.publish import check_writable
+    from tasks.dataset.writer import check_writable
 
     refs = _ecosystem_refs(args)
     names = [_ecosystem(ref).name for ref in refs]
@@ -119,7 +119,7 @@ def _depth_weights(args: argparse.Namespace) -> dict[int, float]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from tasks.manifest import LOCK, dataset_lock
+    from tasks.dataset.manifest import LOCK, dataset_lock
 
     _check_runner(args)
     with contextlib.ExitStack() as hold:
@@ -133,7 +133,7 @@ def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
          hold: contextlib.ExitStack) -> int:
     """The run, once its input is checked; ``hold`` keeps the dataset lock until it ends."""
     from environments.config import docker_available
-    from tasks.manifest import DatasetError
+    from tasks.dataset.manifest import DatasetError
 
     backend = settings.backend
     if backend != "local" and not docker_available():
@@ -162,8 +162,8 @@ def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
     from environments.ecosystems.usercode import UserCodeError
     from flows.api_server import ServerError
     from flows.factory import plan_ahead, run_factory
-    from flows.provenance import new_run_id
     from flows.providers import close_run
+    from tasks.dataset.provenance import new_run_id
     from tasks.plan import PlanningError
 
     resume = run_id is not None
@@ -234,7 +234,7 @@ def _check_runner(args: argparse.Namespace) -> None:
 
 
 def cmd_export_sft(args: argparse.Namespace) -> int:
-    from flows.export_sft import ExportError, export_sft
+    from tasks.dataset.sft import ExportError, export_sft
 
     try:
         n = export_sft(args.data, args.out, args.format, args.supervision, args.action_space,
@@ -367,8 +367,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run one command; its exit code, or :data:`EXIT_CORRUPT` when it succeeded but had to
     leave corrupt shards out (each was named on stderr with the repair command)."""
-    from tasks.checksums import take_excluded
-    from tasks.manifest import DatasetError
+    from tasks.dataset.checksums import take_excluded
+    from tasks.dataset.manifest import DatasetError
 
     take_excluded()
     try:

@@ -1,7 +1,7 @@
 """The commands that read a dataset (query, stats, card) and the dataset checks of ``run``.
 
 None of them imports Prefect or Docker (``card`` imports matplotlib).  Every problem is a
-:class:`flows.usage.UsageError` or a :class:`tasks.manifest.DatasetError`: one line, exit
+:class:`flows.usage.UsageError` or a :class:`tasks.dataset.manifest.DatasetError`: one line, exit
 code 2, nothing written.
 """
 
@@ -21,7 +21,7 @@ OUTPUT_OPTIONS = ["tasks", "seed", "backend", "ecosystem", "depth_weights", "max
 
 def dataset_manifest(data: Path):
     """The manifest of ``data`` (empty when new); a newer or broken dataset is a UsageError."""
-    from tasks.manifest import DatasetError, load_manifest
+    from tasks.dataset.manifest import DatasetError, load_manifest
 
     try:
         return load_manifest(data)
@@ -35,7 +35,7 @@ def hold_for_run(data: Path) -> Iterator[None]:
     to the flow the run starts (which re-enters it), and make the checks every writer
     makes: a dataset another process writes, or one that is corrupt or holds shards its
     manifest cannot account for, raises DatasetError before anything is written."""
-    from tasks.manifest import dataset_lock, holds, open_for_writing
+    from tasks.dataset.manifest import dataset_lock, holds, open_for_writing
 
     with contextlib.ExitStack() as stack:
         if not holds(data):
@@ -47,9 +47,9 @@ def hold_for_run(data: Path) -> Iterator[None]:
 
 def resume_settings(args: argparse.Namespace):
     """(run id, settings) of the run that ``--resume`` continues."""
-    from flows.runs import resumable
     from flows.settings import RunSettings
-    from tasks.manifest import DatasetError
+    from tasks.dataset.manifest import DatasetError
+    from tasks.dataset.runs import resumable
 
     given = [f"--{o.replace('_', '-')}" for o in OUTPUT_OPTIONS if getattr(args, o)
              not in (None, False)]
@@ -71,9 +71,9 @@ def resume_settings(args: argparse.Namespace):
 
 def _connect(args: argparse.Namespace):
     """DuckDB views over ``--data`` (every shard's sha256 checked; see
-    :func:`flows.query.connect`); UsageError when there is no dataset, DatasetError when
+    :func:`tasks.dataset.query.connect`); UsageError when there is no dataset, DatasetError when
     it is unreadable or newer."""
-    from flows.query import connect
+    from tasks.dataset.query import connect
 
     _require_dataset(args.data)
     return connect(args.data)
@@ -88,7 +88,7 @@ def _require_dataset(data: Path) -> None:
 def cmd_query(args: argparse.Namespace) -> int:
     import duckdb
 
-    from flows.query import ReadOnlyError, format_rows, run_query
+    from tasks.dataset.query import ReadOnlyError, format_rows, run_query
 
     _require_dataset(args.data)
     try:
@@ -105,8 +105,8 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from flows.stats import report
-    from flows.stats_instructions import instruction_stats
+    from tasks.dataset.stats import report
+    from tasks.dataset.stats_instructions import instruction_stats
 
     con = _connect(args)
     try:
@@ -120,8 +120,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_card(args: argparse.Namespace) -> int:
-    from flows.card import write_card
-    from tasks.manifest import DatasetError, dataset_lock
+    from tasks.dataset.card import write_card
+    from tasks.dataset.manifest import DatasetError, dataset_lock
 
     con = _connect(args)
     try:

@@ -2,7 +2,7 @@
 folder and the only one that deletes from it.
 
 ``repair`` holds the dataset lock throughout.  It quarantines corrupt commits and rebuilds
-a missing or older manifest (:mod:`tasks.dataset_repair`, which imports neither Prefect
+a missing or older manifest (:mod:`tasks.dataset.repair`, which imports neither Prefect
 nor Docker), then re-runs the quarantined candidates of complete runs: a flow run of the
 owning run with its recorded settings, restricted to those candidates (only then are
 Prefect and the sandbox backend imported).  What is still to re-run is recorded in the
@@ -42,8 +42,8 @@ def _require(data: Path) -> None:
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
-    from tasks.dataset_repair import apply_repair, existing_shards, plan_repair
-    from tasks.manifest import dataset_lock, load_manifest, open_for_writing, save_manifest
+    from tasks.dataset.manifest import dataset_lock, load_manifest, open_for_writing, save_manifest
+    from tasks.dataset.repair import apply_repair, existing_shards, plan_repair
 
     data = args.data
     _require(data)
@@ -82,7 +82,7 @@ def _rerun(data: Path, run_id: str, ids: list[str]) -> None:
     from environments.config import docker_available
     from flows.cli import _quiet_prefect
     from flows.settings import RunSettings
-    from tasks.manifest import load_manifest
+    from tasks.dataset.manifest import load_manifest
 
     settings = RunSettings.model_validate({**load_manifest(data).runs[run_id].settings,
                                            "data": data})
@@ -107,8 +107,8 @@ def _rerun(data: Path, run_id: str, ids: list[str]) -> None:
 
 
 def cmd_vacuum(args: argparse.Namespace) -> int:
-    from tasks.manifest import open_for_writing, save_manifest
-    from tasks.vacuum import delete, parse_duration, to_delete
+    from tasks.dataset.manifest import open_for_writing, save_manifest
+    from tasks.dataset.vacuum import delete, parse_duration, to_delete
 
     try:
         seconds = parse_duration(args.older_than)

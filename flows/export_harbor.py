@@ -49,8 +49,8 @@ def load_rows(data: Path, where: str | None = None) -> list:
     """The accepted tasks in ``data`` matching ``where``, one per task id."""
     import duckdb
 
-    from flows.query import ReadOnlyError, check_read_only, connect
     from schemas.records import TaskRow
+    from tasks.dataset.query import ReadOnlyError, check_read_only, connect
 
     if not data.is_dir():
         raise UsageError(f"no dataset at {data}; create one with "
@@ -150,7 +150,7 @@ def write_folder(out: Path, name: str, files: dict[str, tuple[bytes, int]]) -> P
 
 
 def export_harbor(args: argparse.Namespace) -> int:
-    from tasks.publish import check_writable
+    from tasks.dataset.writer import check_writable
 
     if args.memory_mb < 256:
         raise UsageError(f"--memory-mb: at least 256, got {args.memory_mb}")

@@ -2,7 +2,7 @@
 
 Wiring only — what runs, in what order, with what concurrency.  The stages live in
 ``tasks/``; the per-candidate pipeline in :mod:`flows.candidate`; dedup and provenance in
-:mod:`flows.recorder`; resume and rerun semantics in :mod:`flows.runs`.
+:mod:`tasks.dataset.recorder`; resume and rerun semantics in :mod:`tasks.dataset.runs`.
 
 Candidates start in index order, ``workers`` at a time and each with a slot of the
 server's ``sandbox`` limit when there is one (:mod:`flows.admission`), with at most
@@ -39,7 +39,7 @@ from pydantic import BaseModel
 
 from environments.config import resolve_backend
 from environments.sandbox import SandboxError
-from flows import heap, runs, ui
+from flows import heap, ui
 from flows.admission import Admission
 from flows.candidate import (
     BackendConfig,
@@ -50,11 +50,20 @@ from flows.candidate import (
     engine_failure,
 )
 from flows.infrastructure import retried
-from flows.interrupts import keyboard_interrupts
 from flows.parameters import effective_settings
 from flows.planned import PlannedCandidates
 from flows.progress import Progress
-from flows.provenance import (
+from flows.providers import close_run, open_run, provider_for, run_closed
+from flows.run_failure import failed_on_error
+from flows.runners import Runner, chosen_runner, make_task_runner
+from flows.settings import RunSettings
+from schemas.graph import Candidate
+from schemas.records import RunRow
+from tasks.dataset import runs
+from tasks.dataset.dedup import DedupIndex
+from tasks.dataset.interrupts import keyboard_interrupts
+from tasks.dataset.manifest import open_for_writing, save_manifest
+from tasks.dataset.provenance import (
     RunIdentity,
     config_hash,
     generator_version,
@@ -62,18 +71,10 @@ from flows.provenance import (
     llm_identity,
     new_run_id,
 )
-from flows.providers import close_run, open_run, provider_for, run_closed
-from flows.query import connect
-from flows.recorder import Recorder
-from flows.run_failure import failed_on_error
-from flows.runners import Runner, chosen_runner, make_task_runner
-from flows.settings import RunSettings
-from schemas.graph import Candidate
-from schemas.records import RunRow
-from tasks.dedup import DedupIndex
-from tasks.manifest import open_for_writing, save_manifest
+from tasks.dataset.query import connect
+from tasks.dataset.recorder import Recorder
+from tasks.dataset.writer import ShardWriter
 from tasks.plan import iter_candidates
-from tasks.publish import ShardWriter
 
 WINDOW_PER_WORKER = 4
 RESULTS = ".results"
@@ -309,8 +310,8 @@ def _result_storage(data: Path) -> LocalFileSystem:
 @keyboard_interrupts()
 def _publish_report(data: Path, run_id: str, logger: logging.Logger) -> None:
     """The dataset card (README.md + plots) and the same report as a markdown artifact."""
-    from flows.card import write_card
-    from flows.stats import report
+    from tasks.dataset.card import write_card
+    from tasks.dataset.stats import report
 
     # The report reads the whole dataset: one thread (the report is Python-bound anyway)
     # and a memory limit keep its peak flat in the dataset's size.

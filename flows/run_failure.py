@@ -14,7 +14,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks.manifest import DatasetError, load_manifest, save_manifest
+from tasks.dataset.manifest import DatasetError, load_manifest, save_manifest
 
 REASON_CHARS = 500
 

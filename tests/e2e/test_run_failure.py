@@ -8,9 +8,9 @@ local backend, the shards, and the CLI's ``--resume`` in a subprocess.
 import pytest
 
 from flows import factory as factory_module
-from flows.query import run_query
 from flows.settings import RunSettings
-from tasks.manifest import load_manifest
+from tasks.dataset.manifest import load_manifest
+from tasks.dataset.query import run_query
 
 OUTCOME = "select candidate_id, status, stage, reason, task_id from attempts order by all"
 

@@ -12,12 +12,9 @@ from pathlib import Path
 import pytest
 
 from flows.cli import main
-from flows.query import run_query
-from flows.runs import begin
 from schemas.records import AttemptRow, Provenance, RunRow, StepRow
-from tasks.commits import QUARANTINE, listed_groups, read_record
-from tasks.dataset_repair import apply_repair, plan_repair
-from tasks.manifest import (
+from tasks.dataset.commits import QUARANTINE, listed_groups, read_record
+from tasks.dataset.manifest import (
     MANIFEST,
     DatasetError,
     dataset_lock,
@@ -25,7 +22,10 @@ from tasks.manifest import (
     open_for_writing,
     save_manifest,
 )
-from tasks.publish import ShardWriter
+from tasks.dataset.query import run_query
+from tasks.dataset.repair import apply_repair, plan_repair
+from tasks.dataset.runs import begin
+from tasks.dataset.writer import ShardWriter
 
 V2 = Path(__file__).parents[1] / "fixtures" / "datasets" / "v2"
 RUN = "20261202T000000-abcdef"

@@ -28,7 +28,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from flows.query import connect, stream_rows
+from tasks.dataset.query import connect, stream_rows
 
 FORMATS = ("openai", "sharegpt")
 ARGUMENTS = ("object", "string")

@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks.commits import QUARANTINE, shard_files
-from tasks.manifest import Manifest
+from tasks.dataset.commits import QUARANTINE, shard_files
+from tasks.dataset.manifest import Manifest
 
 _DURATION = re.compile(r"^(\d+)([smhdw])$")
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}

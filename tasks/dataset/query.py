@@ -1,7 +1,7 @@
 """Read a dataset with DuckDB: one view per table over its verified Parquet shards.
 
 The connection is a sandbox for user SQL.  Before a view is built every listed shard's
-sha256 is checked (:mod:`tasks.checksums`); the connection can then read exactly the
+sha256 is checked (:mod:`tasks.dataset.checksums`); the connection can then read exactly the
 intact listed shards and nothing else (``enable_external_access`` off, ``allowed_paths``
 the shards, extensions neither installed nor loaded, Python objects not scanned) and its
 configuration is locked, so no statement can write a file, read one outside the dataset,
@@ -24,9 +24,9 @@ import pyarrow as pa
 
 from schemas.arrow import arrow_schema
 from schemas.records import TABLES
-from tasks.checksums import note_excluded, problems
-from tasks.commits import accounting_problem
-from tasks.manifest import REPAIR_HINT, load_manifest
+from tasks.dataset.checksums import note_excluded, problems
+from tasks.dataset.commits import accounting_problem
+from tasks.dataset.manifest import REPAIR_HINT, load_manifest
 
 Warn = Callable[[str], object]
 SANDBOX = {"autoinstall_known_extensions": False, "autoload_known_extensions": False,
@@ -51,10 +51,10 @@ def connect(data_dir: Path, warn: Warn = _stderr, settings: Mapping[str, object]
     commit (no manifest, or an older one) a ``warn`` line names the repair command and
     the folder is recorded as excluded.  A listed shard that is missing, has the wrong size
     or the wrong sha256 is left out, with one ``warn`` line naming its path and the repair
-    command, and recorded (:func:`tasks.checksums.take_excluded`); the views answer from
+    command, and recorded (:func:`tasks.dataset.checksums.take_excluded`); the views answer from
     the intact shards.  Every view has the current schema's columns: shards of older
     schema versions read as NULL where a column is new.  Raises
-    :class:`tasks.manifest.DatasetError` for an unreadable manifest or a newer schema.
+    :class:`tasks.dataset.manifest.DatasetError` for an unreadable manifest or a newer schema.
     """
     manifest = load_manifest(data_dir)
     unlisted = accounting_problem(data_dir, manifest)

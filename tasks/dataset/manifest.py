@@ -7,10 +7,10 @@ committed, then ``complete``; ``failed``, with the reason, when the flow raised)
 Protocol:
 
 1. a commit's shards are written to hidden temp names, fsynced and renamed into place;
-   each carries its commit record (:mod:`tasks.commits`), so the log can be rebuilt;
+   each carries its commit record (:mod:`tasks.dataset.commits`), so the log can be rebuilt;
 2. the manifest is rewritten atomically (temp, fsync, rename, fsync the folder) *after*
    the shards it adds, so a shard is committed exactly when the manifest lists it;
-3. readers trust only listed shards whose sha256 matches (:mod:`tasks.checksums`).
+3. readers trust only listed shards whose sha256 matches (:mod:`tasks.dataset.checksums`).
 
 **The manifest is never a reason to delete.**  A writer never removes a file: shard files
 the manifest does not list are never read, and those of the one commit a killed writer
@@ -235,8 +235,8 @@ def open_for_writing(data_dir: Path, warn: Callable[[str], object] = lambda _: N
     another writer holds the lock or the dataset is newer.  The unlisted files of one
     killed writer's commit are added to ``manifest.abandoned`` (saved with the next
     commit) and passed to ``warn``; nothing is deleted."""
-    from tasks.checksums import require_intact
-    from tasks.commits import adopt_abandoned
+    from tasks.dataset.checksums import require_intact
+    from tasks.dataset.commits import adopt_abandoned
 
     with dataset_lock(data_dir):
         manifest = load_manifest(data_dir)

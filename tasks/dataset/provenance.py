@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from schemas.records import SCHEMA_VERSION, Provenance
 
-TEMPLATES = Path(__file__).resolve().parents[1] / "tasks" / "templates"
+TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 
 
 @cache

@@ -23,8 +23,8 @@ from collections import Counter, defaultdict
 import duckdb
 from pydantic import BaseModel
 
-from flows.query import stream_rows
 from schemas.records import LLM_SUFFIX, Message
+from tasks.dataset.query import stream_rows
 from tasks.grounding import first_ungrounded
 from tasks.preserve import Required, missing_literals
 
@@ -112,7 +112,7 @@ def _grounding(con: duckdb.DuckDBPyConnection) -> dict[str, list[int]]:
 
 def instruction_stats(con: duckdb.DuckDBPyConnection, top: int = 5) -> InstructionStats:
     """Diversity and audit figures over the dataset behind ``con`` (views from
-    :func:`flows.query.connect`)."""
+    :func:`tasks.dataset.query.connect`)."""
     have = {row[0] for row in con.execute("describe tasks").fetchall()}
     optional = [c if c in have else f"null as {c}" for c in ("template_id",
                                                                "instruction_literals")]

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from tasks.checksums import problems, sha256_file
-from tasks.commits import (
+from tasks.dataset.checksums import problems, sha256_file
+from tasks.dataset.commits import (
     QUARANTINE,
     CommitRecord,
     ShardFile,
@@ -41,7 +41,7 @@ from tasks.commits import (
     shard_files,
     unaccounted,
 )
-from tasks.manifest import (
+from tasks.dataset.manifest import (
     MANIFEST,
     CommitEntry,
     Manifest,
