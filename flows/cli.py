@@ -119,7 +119,7 @@ def _depth_weights(args: argparse.Namespace) -> dict[int, float]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from tasks.dataset.manifest import LOCK, dataset_lock
+    from tasks.dataset.lock import LOCK, dataset_lock
 
     _check_runner(args)
     with contextlib.ExitStack() as hold:

@@ -35,7 +35,7 @@ def hold_for_run(data: Path) -> Iterator[None]:
     to the flow the run starts (which re-enters it), and make the checks every writer
     makes: a dataset another process writes, or one that is corrupt or holds shards its
     manifest cannot account for, raises DatasetError before anything is written."""
-    from tasks.dataset.manifest import dataset_lock, holds, open_for_writing
+    from tasks.dataset.lock import dataset_lock, holds, open_for_writing
 
     with contextlib.ExitStack() as stack:
         if not holds(data):
@@ -121,7 +121,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 def cmd_card(args: argparse.Namespace) -> int:
     from tasks.dataset.card import write_card
-    from tasks.dataset.manifest import DatasetError, dataset_lock
+    from tasks.dataset.lock import dataset_lock
+    from tasks.dataset.manifest import DatasetError
 
     con = _connect(args)
     try:

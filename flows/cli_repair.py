@@ -42,7 +42,8 @@ def _require(data: Path) -> None:
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
-    from tasks.dataset.manifest import dataset_lock, load_manifest, open_for_writing, save_manifest
+    from tasks.dataset.lock import dataset_lock, open_for_writing
+    from tasks.dataset.manifest import load_manifest, save_manifest
     from tasks.dataset.repair import apply_repair, existing_shards, plan_repair
 
     data = args.data
@@ -107,7 +108,8 @@ def _rerun(data: Path, run_id: str, ids: list[str]) -> None:
 
 
 def cmd_vacuum(args: argparse.Namespace) -> int:
-    from tasks.dataset.manifest import open_for_writing, save_manifest
+    from tasks.dataset.lock import open_for_writing
+    from tasks.dataset.manifest import save_manifest
     from tasks.dataset.vacuum import delete, parse_duration, to_delete
 
     try:

@@ -62,7 +62,8 @@ from schemas.records import RunRow
 from tasks.dataset import runs
 from tasks.dataset.dedup import DedupIndex
 from tasks.dataset.interrupts import keyboard_interrupts
-from tasks.dataset.manifest import open_for_writing, save_manifest
+from tasks.dataset.lock import open_for_writing
+from tasks.dataset.manifest import save_manifest
 from tasks.dataset.provenance import (
     RunIdentity,
     config_hash,

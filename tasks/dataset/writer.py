@@ -53,7 +53,7 @@ def table_schema(table: str) -> pa.Schema:
 class ShardWriter:
     """Buffers row groups and commits them as shards into a dataset opened for writing.
 
-    ``manifest`` must come from :func:`tasks.dataset.manifest.open_for_writing` (the caller holds
+    ``manifest`` must come from :func:`tasks.dataset.lock.open_for_writing` (the caller holds
     the dataset lock).  ``close()`` commits what is left; without it (a crash, a kill) the
     uncommitted groups are simply not in the dataset."""
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from flows.candidate import Outcome
 from tasks.dataset.dedup import DedupIndex
-from tasks.dataset.manifest import open_for_writing
+from tasks.dataset.lock import open_for_writing
 from tasks.dataset.provenance import RunIdentity
 from tasks.dataset.recorder import Recorder
 from tasks.dataset.writer import ShardWriter

@@ -114,7 +114,7 @@ def test_bad_resume_and_dataset_input(tmp_path, setup, args, needle):
 
 
 def test_run_refuses_a_dataset_another_process_is_writing(data):
-    from tasks.dataset.manifest import open_for_writing
+    from tasks.dataset.lock import open_for_writing
 
     with open_for_writing(data):
         proc = run_cli("run", "--data", data, "--backend", "local", "--tasks", 2)

@@ -14,14 +14,8 @@ import pytest
 from flows.cli import main
 from schemas.records import AttemptRow, Provenance, RunRow, StepRow
 from tasks.dataset.commits import QUARANTINE, listed_groups, read_record
-from tasks.dataset.manifest import (
-    MANIFEST,
-    DatasetError,
-    dataset_lock,
-    load_manifest,
-    open_for_writing,
-    save_manifest,
-)
+from tasks.dataset.lock import dataset_lock, open_for_writing
+from tasks.dataset.manifest import MANIFEST, DatasetError, load_manifest, save_manifest
 from tasks.dataset.query import run_query
 from tasks.dataset.repair import apply_repair, plan_repair
 from tasks.dataset.runs import begin
