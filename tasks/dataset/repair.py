@@ -240,6 +240,13 @@ def apply_repair(data_dir: Path, plan: RepairPlan, stamp: str) -> Path | None:
     return folder
 
 
+def rerun_done(data_dir: Path, run_id: str) -> None:
+    """Forget ``run_id``'s ``pending`` candidates once they ran again (saved at once)."""
+    manifest = load_manifest(data_dir)
+    manifest.pending.pop(run_id, None)
+    save_manifest(data_dir, manifest)
+
+
 def existing_shards(data_dir: Path) -> int:
     """Shard files in the table folders (for the report)."""
     return sum(not f.temp for f in shard_files(data_dir))

@@ -5,7 +5,7 @@ Semantics (also in the README, "Resuming and rerunning"):
 - A run is recorded in the manifest as ``running`` when it starts work and ``complete``
   in the same manifest update that commits its ``runs`` row, so a killed run stays
   ``running``; a flow that raises marks it ``failed`` with the reason
-  (:func:`flows.run_failure.failed_on_error`).
+  (:func:`tasks.dataset.run_writer.writing_run`).
 - ``--resume [RUN_ID]`` continues a running or failed run (the newest by default) with its
   recorded settings and **its run id**: continued rows carry the original ``run_id`` and
   a new ``provenance.flow_run_id``; the ``runs`` row counts the resumes.
