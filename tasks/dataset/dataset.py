@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import duckdb
+from pydantic import ValidationError
 
 from schemas.records import TaskRow
 from tasks.dataset import lock, runs
@@ -85,18 +86,11 @@ class Dataset:
     def task_rows(self, where: str | None = None) -> list[TaskRow]:
         """The accepted tasks matching the user condition ``where`` (SQL on ``tasks``), one
         per task id, by ecosystem and id.  QueryError when ``where`` is refused or fails;
-        DatasetError when the table lacks a column a task needs (an older writer)."""
-        con = self.connect()
-        try:
-            have = {r[0] for r in con.execute("describe tasks").fetchall()}
-            fields = TaskRow.model_fields
-            missing = [f for f, info in fields.items() if f not in have and info.is_required()]
-            if missing:
-                raise DatasetError(f"the tasks table in {self.path} lacks {', '.join(missing)};"
-                                   " it was written by an older taskfactory: regenerate it")
-            columns = ", ".join(f'"{f}"' for f in fields if f in have)
-            sql = (f"select {columns} from tasks" + (f" where {where}" if where else "")
-                   + " order by ecosystem, task_id")
+        DatasetError for a task that lacks fields (written by an older taskfactory)."""
+        columns = ", ".join(f'"{f}"' for f in TaskRow.model_fields)
+        sql = (f"select {columns} from tasks" + (f" where {where}" if where else "")
+               + " order by ecosystem, task_id")
+        with contextlib.closing(self.connect()) as con:
             try:
                 check_read_only(con, sql)
                 cur = con.execute(sql)
@@ -104,12 +98,20 @@ class Dataset:
                 records = [dict(zip(names, values, strict=True)) for values in cur.fetchall()]
             except (duckdb.Error, ReadOnlyError) as exc:
                 raise QueryError(f"query failed: {str(exc).splitlines()[0]}") from None
-        finally:
-            con.close()
         tasks: dict[str, TaskRow] = {}
         for record in records:
-            tasks.setdefault(record["task_id"], TaskRow.model_validate(record))
+            if record["task_id"] not in tasks:
+                tasks[record["task_id"]] = self._task(record)
         return list(tasks.values())
+
+    def _task(self, record: dict) -> TaskRow:
+        try:
+            return TaskRow.model_validate(record)
+        except ValidationError as exc:
+            fields = sorted({str(e["loc"][0]) for e in exc.errors()})
+            raise DatasetError(f"task {record['task_id']} in {self.path} lacks "
+                               f"{', '.join(fields)}: it was written by an older "
+                               "taskfactory; regenerate it") from None
 
     def report(self) -> str:
         """The ``taskfactory stats`` markdown report (:mod:`tasks.dataset.stats`)."""
