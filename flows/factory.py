@@ -160,7 +160,8 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
     placement = f"{kind} {address}" if address else str(kind)
     refs, images, identity, index = _run_identity(settings, base, run_id)
     chash = identity.config_hash
-    plan, replanned = _ahead.pop(_plan_key(settings), None) or plan_run(settings)
+    ahead = _ahead.pop(_plan_key(settings), None)
+    plan, replanned = ahead if ahead is not None else plan_run(settings)
     dataset = Dataset(settings.data, warn=logger.warning)
     with dataset.run(identity, settings.model_dump(mode="json"), images, index,
                      repair=only is not None) as run:

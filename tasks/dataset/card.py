@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -35,7 +36,7 @@ def front_matter() -> str:
     return "\n".join([*lines, "---"])
 
 
-def _plot(values: list[tuple[object, float]], title: str, xlabel: str, ylabel: str,
+def _plot(values: list[tuple[Any, Any]], title: str, xlabel: str, ylabel: str,
           hist: bool = False) -> bytes:
     import matplotlib
 
@@ -64,7 +65,7 @@ def plots(con: duckdb.DuckDBPyConnection) -> dict[str, bytes]:
     from tasks.dataset.stats import TRAJECTORY_TOKENS
 
     q = lambda sql: con.execute(sql).fetchall()  # noqa: E731
-    specs = {
+    specs: dict[str, tuple[list[tuple[Any, Any]], str, str, str, bool]] = {
         "depth.png": (q("select depth, count(*) from tasks group by 1 order by 1"),
                       "Tasks by workflow depth", "depth", "tasks", False),
         "steps.png": (q("select n_steps, count(*) from tasks group by 1 order by 1"),
@@ -76,12 +77,13 @@ def plots(con: duckdb.DuckDBPyConnection) -> dict[str, bytes]:
         "tokens.png": (q(f"select tokens, 1 from ({TRAJECTORY_TOKENS})"),
                        "Tokens per trajectory (chars / 4)", "tokens", "trajectories", True),
     }
-    return {name: _plot(rows, *rest) for name, (rows, *rest) in specs.items() if rows}
+    return {name: _plot(*spec) for name, spec in specs.items() if spec[0]}
 
 
 def card(con: duckdb.DuckDBPyConnection, plot_names: list[str], report_md: str) -> str:
     """The README text; ``report_md`` is :func:`tasks.dataset.stats.report` of the same ``con``."""
-    counts = [(t, con.execute(f"select count(*) from {t}").fetchone()[0]) for t in TABLES]
+    counts = [(t, (con.execute(f"select count(*) from {t}").fetchone() or (0,))[0])
+              for t in TABLES]
     runs = con.execute("""
         select run_id, status, provenance.seed as seed, generator_version, config_hash,
                accepted, candidates, resumes, left(finished_at::varchar, 19) as finished

@@ -34,7 +34,7 @@ from tasks.dataset.query import (
 )
 from tasks.dataset.run_writer import RunWriter, writing_run
 
-FLAT_MEMORY = {"threads": 1, "memory_limit": "256MB"}
+FLAT_MEMORY: dict[str, str | int] = {"threads": 1, "memory_limit": "256MB"}
 """DuckDB settings for reading the whole dataset with a peak flat in its size (the report
 is Python-bound anyway)."""
 
@@ -63,7 +63,7 @@ class Dataset:
         unreadable or of a newer schema."""
         return load_manifest(self.path)
 
-    def connect(self, settings: Mapping[str, object] | None = None
+    def connect(self, settings: Mapping[str, str | int] | None = None
                 ) -> duckdb.DuckDBPyConnection:
         """A read-only DuckDB with one view per table over the intact listed shards (the
         caller closes it); ``settings`` such as ``threads`` apply before it is locked."""

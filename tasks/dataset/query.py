@@ -44,7 +44,7 @@ def warn_on_stderr(message: str) -> None:
 
 
 def connect(data_dir: Path, warn: Warn = warn_on_stderr,
-            settings: Mapping[str, object] | None = None) -> duckdb.DuckDBPyConnection:
+            settings: Mapping[str, str | int] | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory, locked-down DuckDB with one view per table over the intact shards the
     manifest lists; ``settings`` (e.g. ``threads``, ``memory_limit``) are applied before
     the configuration is locked.

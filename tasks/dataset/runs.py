@@ -86,7 +86,8 @@ def unless_recorded(con: duckdb.DuckDBPyConnection, run_id: str, group: list) ->
     """``group`` (the run's ``runs`` row), or nothing when the dataset already has a
     ``runs`` row of ``run_id``: a repair re-runs candidates of a complete run, whose row
     stays the one it has."""
-    (n,) = con.execute("select count(*) from runs where run_id = ?", [run_id]).fetchone()
+    (n,) = (con.execute("select count(*) from runs where run_id = ?", [run_id]).fetchone()
+            or (0,))
     return [] if n else group
 
 
