@@ -12,14 +12,15 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 from pydantic import ValidationError
 
 from schemas.records import TaskRow
-from tasks.dataset import lock, runs
 from tasks.dataset.dedup import DedupIndex
 from tasks.dataset.interrupts import keyboard_interrupts
+from tasks.dataset.lock import dataset_lock, holds, open_for_writing
 from tasks.dataset.manifest import DatasetError, Manifest, load_manifest
 from tasks.dataset.provenance import RunIdentity
 from tasks.dataset.query import (
@@ -33,6 +34,10 @@ from tasks.dataset.query import (
     warn_on_stderr,
 )
 from tasks.dataset.run_writer import RunWriter, writing_run
+from tasks.dataset.runs import resumable
+
+if TYPE_CHECKING:
+    from tasks.dataset.stats_instructions import InstructionStats
 
 FLAT_MEMORY: dict[str, str | int] = {"threads": 1, "memory_limit": "256MB"}
 """DuckDB settings for reading the whole dataset with a peak flat in its size (the report
@@ -120,7 +125,7 @@ class Dataset:
         with contextlib.closing(self.connect()) as con:
             return report(con)
 
-    def instruction_stats(self):  # noqa: ANN201 (the model lives with its module)
+    def instruction_stats(self) -> InstructionStats:
         """Instruction diversity and audit figures (:mod:`tasks.dataset.stats_instructions`)."""
         from tasks.dataset.stats_instructions import instruction_stats
 
@@ -141,7 +146,7 @@ class Dataset:
         """(id, recorded settings) of the run ``--resume`` continues: ``run_id``, which
         must be unfinished, or the newest unfinished run.  DatasetError naming the fix."""
         manifest = self.manifest()
-        chosen = runs.resumable(manifest, str(self.path), run_id)
+        chosen = resumable(manifest, str(self.path), run_id)
         return chosen, manifest.runs[chosen].settings
 
     # ---- writing --------------------------------------------------------------------
@@ -149,16 +154,16 @@ class Dataset:
     def lock(self, lend: bool = False) -> contextlib.AbstractContextManager[None]:
         """Hold the writer lock (:func:`tasks.dataset.lock.dataset_lock`); ``lend``: one
         nested holder in this process (the flow a command starts) may enter."""
-        return lock.dataset_lock(self.path, lend=lend)
+        return dataset_lock(self.path, lend=lend)
 
     def holds_lock(self) -> bool:
         """Whether this process holds the writer lock."""
-        return lock.holds(self.path)
+        return holds(self.path)
 
     def writable(self) -> contextlib.AbstractContextManager[Manifest]:
         """The manifest, with the lock held and every writer's checks passed
         (:func:`tasks.dataset.lock.open_for_writing`)."""
-        return lock.open_for_writing(self.path, warn=self.warn)
+        return open_for_writing(self.path, warn=self.warn)
 
     def run(self, identity: RunIdentity, settings: dict, images: Mapping[str, str | None],
             index: DedupIndex, repair: bool = False

@@ -34,7 +34,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from schemas.records import RunRow
-from tasks.dataset import runs
 from tasks.dataset.dedup import DedupIndex
 from tasks.dataset.interrupts import keyboard_interrupts
 from tasks.dataset.lock import open_for_writing
@@ -42,6 +41,14 @@ from tasks.dataset.manifest import DatasetError, Manifest, RunEntry, load_manife
 from tasks.dataset.provenance import RunIdentity, generator_version
 from tasks.dataset.query import Warn, connect
 from tasks.dataset.recorder import Outcome, Recorder
+from tasks.dataset.runs import (
+    RunTally,
+    begin,
+    held_candidates,
+    indexed_tasks,
+    tally,
+    unless_recorded,
+)
 from tasks.dataset.writer import ShardWriter
 
 REASON_CHARS = 500
@@ -69,9 +76,9 @@ class RunWriter:
         with keyboard_interrupts():  # Ctrl-C while DuckDB reads the dataset is still Ctrl-C
             con = connect(data, warn=warn)
             try:
-                self.held = runs.held_candidates(con, identity.config_hash)
+                self.held = held_candidates(con, identity.config_hash)
                 """Candidates settled in the dataset under this config: not run again."""
-                index.add_all(runs.indexed_tasks(con))
+                index.add_all(indexed_tasks(con))
             finally:
                 con.close()
 
@@ -81,7 +88,7 @@ class RunWriter:
 
     def begin(self) -> None:
         """Record the run as ``running`` in the manifest (saved now)."""
-        entry = runs.begin(self.manifest, self.run_id, self.settings,
+        entry = begin(self.manifest, self.run_id, self.settings,
                            self.identity.config_hash, self.identity.flow_run_id,
                            repair=self.repair)
         save_manifest(self.data, self.manifest)
@@ -98,7 +105,7 @@ class RunWriter:
         self.write_s += time.perf_counter() - t0
         return any(table == "tasks" for table, _ in group)
 
-    def finish(self, candidates: int) -> runs.RunTally:
+    def finish(self, candidates: int) -> RunTally:
         """Commit what is buffered and finish the run (see the module docstring);
         ``candidates``: how many the run's settings planned.  Returns the run's tally."""
         assert self.writer is not None and self.entry is not None, "begin() first"
@@ -108,14 +115,14 @@ class RunWriter:
         with keyboard_interrupts():
             con = connect(self.data, warn=self.warn)
             try:
-                tally = runs.tally(con, self.run_id)
-                if tally.errored:
-                    self.warn(f"{tally.errored} candidates errored (infrastructure); the "
+                counts = tally(con, self.run_id)
+                if counts.errored:
+                    self.warn(f"{counts.errored} candidates errored (infrastructure); the "
                               "run stays unfinished")
-                    return tally
+                    return counts
                 self.entry.status = "complete"  # committed with the runs row, in one update
-                row = runs.unless_recorded(con, self.run_id, [
-                    ("runs", self._runs_row(candidates, tally))])
+                row = unless_recorded(con, self.run_id, [
+                    ("runs", self._runs_row(candidates, counts))])
             finally:
                 con.close()
         if row:
@@ -123,14 +130,14 @@ class RunWriter:
             self.writer.commit()
         else:  # a repair of a run whose runs row stands: only the status changes
             save_manifest(self.data, self.manifest)
-        return tally
+        return counts
 
     @property
     def no_run_unfinished(self) -> bool:
         """Every run of the dataset is complete: nothing is left to resume."""
         return all(e.status == "complete" for e in self.manifest.runs.values())
 
-    def _runs_row(self, candidates: int, tally: runs.RunTally) -> RunRow:
+    def _runs_row(self, candidates: int, counts: RunTally) -> RunRow:
         assert self.entry is not None
         return RunRow(
             run_id=self.run_id, flow_run_id=self.identity.flow_run_id,
@@ -139,9 +146,9 @@ class RunWriter:
             generator_version=generator_version(), status="complete",
             started_at=datetime.fromisoformat(self.entry.started_at),
             finished_at=datetime.now(UTC), resumes=self.entry.resumes,
-            candidates=candidates, skipped=candidates - tally.attempts,
-            accepted=tally.accepted, rejected=tally.attempts - tally.accepted,
-            duplicates=tally.duplicates,
+            candidates=candidates, skipped=candidates - counts.attempts,
+            accepted=counts.accepted, rejected=counts.attempts - counts.accepted,
+            duplicates=counts.duplicates,
             provenance=self.identity.provenance(seed=self.settings["seed"], image_id=None))
 
     def fail(self, exc: BaseException) -> None:
