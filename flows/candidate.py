@@ -23,11 +23,11 @@ from environments.ecosystems import Ecosystem, load_ecosystem
 from environments.sandbox import Sandbox
 from flows import limits
 from flows.infrastructure import CandidateErrored, errored
-from flows.provenance import generator_version
 from flows.providers import provider_for
 from schemas.graph import Candidate, WorkflowGraph
 from schemas.records import AttemptRow, TaskRow, TrajectoryRow
 from tasks.commands import solution_script
+from tasks.dataset.provenance import generator_version
 from tasks.execute import execute_graph
 from tasks.failures import StageFailure
 from tasks.instruct import render_instruction

@@ -47,38 +47,12 @@ def task_source_options(p: argparse.ArgumentParser) -> None:
 
 def load_rows(data: Path, where: str | None = None) -> list:
     """The accepted tasks in ``data`` matching ``where``, one per task id."""
-    import duckdb
+    from tasks.dataset import Dataset, QueryError
 
-    from flows.query import ReadOnlyError, check_read_only, connect
-    from schemas.records import TaskRow
-
-    if not data.is_dir():
-        raise UsageError(f"no dataset at {data}; create one with "
-                         f"`taskfactory run --data {data}`")
-    con = connect(data)
     try:
-        have = {r[0] for r in con.execute("describe tasks").fetchall()}
-        fields = TaskRow.model_fields
-        missing = [f for f, info in fields.items() if f not in have and info.is_required()]
-        if missing:
-            raise UsageError(f"the tasks table in {data} lacks {', '.join(missing)}; "
-                             "it was written by an older taskfactory: regenerate it")
-        columns = ", ".join(f'"{f}"' for f in fields if f in have)
-        sql = (f"select {columns} from tasks" + (f" where {where}" if where else "")
-               + " order by ecosystem, task_id")
-        try:
-            check_read_only(con, sql)
-            cur = con.execute(sql)
-            names = [d[0] for d in cur.description]
-            records = [dict(zip(names, values, strict=True)) for values in cur.fetchall()]
-        except (duckdb.Error, ReadOnlyError) as exc:
-            raise UsageError(f"--where: query failed: {str(exc).splitlines()[0]}") from None
-    finally:
-        con.close()
-    rows = {}
-    for record in records:
-        rows.setdefault(record["task_id"], TaskRow.model_validate(record))
-    return list(rows.values())
+        return Dataset.open(data).task_rows(where)
+    except QueryError as exc:
+        raise UsageError(f"--where: {exc}") from None
 
 
 def load_ecosystems(names: set[str], folders: list[Path]) -> dict:
@@ -150,7 +124,7 @@ def write_folder(out: Path, name: str, files: dict[str, tuple[bytes, int]]) -> P
 
 
 def export_harbor(args: argparse.Namespace) -> int:
-    from tasks.publish import check_writable
+    from tasks.dataset.writer import check_writable
 
     if args.memory_mb < 256:
         raise UsageError(f"--memory-mb: at least 256, got {args.memory_mb}")

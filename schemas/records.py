@@ -36,7 +36,7 @@ class Provenance(BaseModel):
     generator_version: str
     """``<package version>+g<git commit>``."""
     config_hash: str
-    """Hash of every setting that changes outputs (see ``flows.provenance.config_hash``)."""
+    """Hash of every setting that changes outputs (see ``tasks.dataset.provenance.config_hash``)."""
     seed: int
     """The candidate's seed (the run seed on ``runs`` rows)."""
     image_id: str | None
@@ -54,7 +54,8 @@ class _Row(BaseModel):
 
     schema_version: int = SCHEMA_VERSION
     provenance: Provenance | None = None
-    """Required in the dataset: :class:`tasks.publish.ShardWriter` refuses rows without it."""
+    """Required in the dataset: :class:`tasks.dataset.writer.ShardWriter` refuses rows
+    without it."""
 
 
 class TaskRow(_Row):

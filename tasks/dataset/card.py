@@ -3,7 +3,7 @@
 The YAML ``configs`` block has one config per table (``data_files`` globs over its
 shards), so ``datasets.load_dataset(<folder>, "tasks")`` and the Hub viewer read the
 folder as it is.  The body has the counts, a provenance summary of the runs, the plots
-(``plots/*.png``) and the :mod:`flows.stats` report.  Every file is written atomically,
+(``plots/*.png``) and the :mod:`tasks.dataset.stats` report.  Every file is written atomically,
 the README last; the caller holds the dataset lock.
 """
 
@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
-from flows.stats import md_table, report
 from schemas.records import TABLES
-from tasks.manifest import atomic_write
+from tasks.dataset.manifest import atomic_write
+from tasks.dataset.stats import md_table, report
 
 PLOTS = "plots"
 _YAML_TABLE_ORDER = ["trajectories", *[t for t in TABLES if t != "trajectories"]]
@@ -35,7 +36,7 @@ def front_matter() -> str:
     return "\n".join([*lines, "---"])
 
 
-def _plot(values: list[tuple[object, float]], title: str, xlabel: str, ylabel: str,
+def _plot(values: list[tuple[Any, Any]], title: str, xlabel: str, ylabel: str,
           hist: bool = False) -> bytes:
     import matplotlib
 
@@ -60,11 +61,11 @@ def _plot(values: list[tuple[object, float]], title: str, xlabel: str, ylabel: s
 
 def plots(con: duckdb.DuckDBPyConnection) -> dict[str, bytes]:
     """PNG bytes per file name for the main distributions (empty tables give no plot)."""
-    from flows.runs import SETTLED_ATTEMPTS
-    from flows.stats import TRAJECTORY_TOKENS
+    from tasks.dataset.runs import SETTLED_ATTEMPTS
+    from tasks.dataset.stats import TRAJECTORY_TOKENS
 
     q = lambda sql: con.execute(sql).fetchall()  # noqa: E731
-    specs = {
+    specs: dict[str, tuple[list[tuple[Any, Any]], str, str, str, bool]] = {
         "depth.png": (q("select depth, count(*) from tasks group by 1 order by 1"),
                       "Tasks by workflow depth", "depth", "tasks", False),
         "steps.png": (q("select n_steps, count(*) from tasks group by 1 order by 1"),
@@ -76,12 +77,13 @@ def plots(con: duckdb.DuckDBPyConnection) -> dict[str, bytes]:
         "tokens.png": (q(f"select tokens, 1 from ({TRAJECTORY_TOKENS})"),
                        "Tokens per trajectory (chars / 4)", "tokens", "trajectories", True),
     }
-    return {name: _plot(rows, *rest) for name, (rows, *rest) in specs.items() if rows}
+    return {name: _plot(*spec) for name, spec in specs.items() if spec[0]}
 
 
 def card(con: duckdb.DuckDBPyConnection, plot_names: list[str], report_md: str) -> str:
-    """The README text; ``report_md`` is :func:`flows.stats.report` of the same ``con``."""
-    counts = [(t, con.execute(f"select count(*) from {t}").fetchone()[0]) for t in TABLES]
+    """The README text; ``report_md`` is :func:`tasks.dataset.stats.report` of the same ``con``."""
+    counts = [(t, (con.execute(f"select count(*) from {t}").fetchone() or (0,))[0])
+              for t in TABLES]
     runs = con.execute("""
         select run_id, status, provenance.seed as seed, generator_version, config_hash,
                accepted, candidates, resumes, left(finished_at::varchar, 19) as finished

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from tasks.checksums import problems, sha256_file
-from tasks.commits import (
+from tasks.dataset.checksums import problems, sha256_file
+from tasks.dataset.commits import (
     QUARANTINE,
     CommitRecord,
     ShardFile,
@@ -41,7 +41,7 @@ from tasks.commits import (
     shard_files,
     unaccounted,
 )
-from tasks.manifest import (
+from tasks.dataset.manifest import (
     MANIFEST,
     CommitEntry,
     Manifest,
@@ -133,17 +133,17 @@ def plan_repair(data_dir: Path) -> RepairPlan:
             new.shards += group
             new.commits += [commits[group[0].commit]] if group[0].commit in commits else []
             continue
-        held = _candidates_of(data_dir, group, base)
+        candidates = _candidates_of(data_dir, group, base)
         for e in group:
             if e.path in bad:
                 plan.notes.append(f"corrupt shard {e.path} ({bad[e.path]})")
             if (data_dir / e.path).exists():
                 plan.quarantine.append(e.path)
-        if held is None:
+        if candidates is None:
             plan.notes.append(f"the commit of {group[0].path} names no candidates (written "
                               "before format 3): a run with the same seed and settings runs "
                               "them again")
-        lost[group[0].run_id].update(held or ())
+        lost[group[0].run_id].update(candidates or ())
     files = unaccounted(data_dir, base)
     plan.rebuilt = old is None or accounting_problem(data_dir, base, files) is not None
     unadopted: dict[str, set[str]] = defaultdict(set)
@@ -231,13 +231,20 @@ def _adopt(data_dir: Path, plan: RepairPlan, files: list[ShardFile],
 def apply_repair(data_dir: Path, plan: RepairPlan, stamp: str) -> Path | None:
     """Move the quarantined files into ``_quarantine/<stamp>/`` (same relative paths), then
     save the new manifest; returns the quarantine folder (None when nothing moved)."""
-    folder = data_dir / QUARANTINE / stamp if plan.quarantine else None
+    folder = data_dir / QUARANTINE / stamp
     for rel in plan.quarantine:
         target = folder / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(data_dir / rel, target)
     save_manifest(data_dir, plan.manifest)
-    return folder
+    return folder if plan.quarantine else None
+
+
+def rerun_done(data_dir: Path, run_id: str) -> None:
+    """Forget ``run_id``'s ``pending`` candidates once they ran again (saved at once)."""
+    manifest = load_manifest(data_dir)
+    manifest.pending.pop(run_id, None)
+    save_manifest(data_dir, manifest)
 
 
 def existing_shards(data_dir: Path) -> int:

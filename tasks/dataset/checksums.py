@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from tasks.manifest import REPAIR_HINT, DatasetError, Manifest, ShardEntry
+from tasks.dataset.manifest import REPAIR_HINT, DatasetError, Manifest, ShardEntry
 
 HASH_THREADS = 4
 _verdicts: dict[tuple, str | None] = {}

@@ -8,13 +8,13 @@ reason and the task it duplicates in ``detail``) and none of its rows are writte
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
-from flows.candidate import Outcome
-from flows.provenance import RunIdentity
-from schemas.records import StepRow, TaskRow, _Row
+from schemas.records import AttemptRow, StepRow, TaskRow, TrajectoryRow, _Row
 from schemas.trace import Trace
-from tasks.dedup import DedupIndex
+from tasks.dataset.dedup import DedupIndex
+from tasks.dataset.provenance import RunIdentity
 
 OUTPUT_CAP = 4000
 """Characters of stdout / stderr kept per step in ``steps`` (the tail)."""
@@ -39,6 +39,18 @@ def step_rows(task: TaskRow) -> list[StepRow]:
     return rows
 
 
+class Outcome(Protocol):
+    """What a candidate ended with: its attempt and, when accepted, its task and
+    trajectories (the pipeline's outcome has these fields)."""
+
+    @property
+    def attempt(self) -> AttemptRow: ...
+    @property
+    def task(self) -> TaskRow | None: ...
+    @property
+    def trajectories(self) -> Sequence[TrajectoryRow]: ...
+
+
 class Recorder:
     """Applies dedup and provenance to outcomes."""
 
@@ -59,13 +71,13 @@ class Recorder:
                 attempt = attempt.model_copy(update={
                     "status": "rejected", "stage": "dedup", "reason": dup.reason,
                     "detail": f"task {task.task_id} has {dup.detail}", "task_id": None})
-                outcome = Outcome(attempt=attempt)
+                task = None
         prov = self.identity.provenance(seed=attempt.seed,
                                         image_id=self.images.get(attempt.ecosystem),
                                         created_at=attempt.created_at)
         rows: list[tuple[str, _Row]] = [("attempts", attempt)]
-        if outcome.task is not None:
-            rows.append(("tasks", outcome.task))
-            rows += [("steps", s) for s in step_rows(outcome.task)]
+        if task is not None:
+            rows.append(("tasks", task))
+            rows += [("steps", s) for s in step_rows(task)]
             rows += [("trajectories", t) for t in outcome.trajectories]
         return [(table, row.model_copy(update={"provenance": prov})) for table, row in rows]

@@ -5,7 +5,7 @@ Semantics (also in the README, "Resuming and rerunning"):
 - A run is recorded in the manifest as ``running`` when it starts work and ``complete``
   in the same manifest update that commits its ``runs`` row, so a killed run stays
   ``running``; a flow that raises marks it ``failed`` with the reason
-  (:func:`flows.run_failure.failed_on_error`).
+  (:func:`tasks.dataset.run_writer.writing_run`).
 - ``--resume [RUN_ID]`` continues a running or failed run (the newest by default) with its
   recorded settings and **its run id**: continued rows carry the original ``run_id`` and
   a new ``provenance.flow_run_id``; the ``runs`` row counts the resumes.
@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 import duckdb
 from pydantic import BaseModel
 
-from tasks.manifest import DatasetError, Manifest, RunEntry
+from tasks.dataset.manifest import DatasetError, Manifest, RunEntry
 
 SETTLED_ATTEMPTS = """(select * from attempts qualify status <> 'errored' or created_at =
     max(created_at) over (partition by candidate_id, provenance.config_hash))"""
@@ -86,7 +86,8 @@ def unless_recorded(con: duckdb.DuckDBPyConnection, run_id: str, group: list) ->
     """``group`` (the run's ``runs`` row), or nothing when the dataset already has a
     ``runs`` row of ``run_id``: a repair re-runs candidates of a complete run, whose row
     stays the one it has."""
-    (n,) = con.execute("select count(*) from runs where run_id = ?", [run_id]).fetchone()
+    (n,) = (con.execute("select count(*) from runs where run_id = ?", [run_id]).fetchone()
+            or (0,))
     return [] if n else group
 
 

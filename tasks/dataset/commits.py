@@ -11,7 +11,7 @@ format 3 are named ``part-<run>-<seq>.parquet``; temp files are ``.<name>.tmp``.
 metadata (``taskfactory.commit``, JSON of :class:`CommitRecord`): the commit number, the
 run, the ``seq`` of each table's shard in the commit (its siblings), the candidate ids
 whose rows it holds, the run's manifest entry at that commit and when it was written.
-From these the manifest can be rebuilt (:mod:`tasks.dataset_repair`).
+From these the manifest can be rebuilt (:mod:`tasks.dataset.repair`).
 
 **Groups.** Listed shards of manifest format 3 are grouped by their ``commit`` number.
 Older manifests have none, but a commit wrote its tables in ``TABLES`` order with
@@ -30,7 +30,14 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ValidationError
 
 from schemas.records import TABLES
-from tasks.manifest import MANIFEST, REPAIR_HINT, DatasetError, Manifest, RunEntry, ShardEntry
+from tasks.dataset.manifest import (
+    MANIFEST,
+    REPAIR_HINT,
+    DatasetError,
+    Manifest,
+    RunEntry,
+    ShardEntry,
+)
 
 META_KEY = b"taskfactory.commit"
 QUARANTINE = "_quarantine"

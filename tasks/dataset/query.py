@@ -1,7 +1,7 @@
 """Read a dataset with DuckDB: one view per table over its verified Parquet shards.
 
 The connection is a sandbox for user SQL.  Before a view is built every listed shard's
-sha256 is checked (:mod:`tasks.checksums`); the connection can then read exactly the
+sha256 is checked (:mod:`tasks.dataset.checksums`); the connection can then read exactly the
 intact listed shards and nothing else (``enable_external_access`` off, ``allowed_paths``
 the shards, extensions neither installed nor loaded, Python objects not scanned) and its
 configuration is locked, so no statement can write a file, read one outside the dataset,
@@ -12,9 +12,6 @@ admits only a single ``SELECT``.  Imports neither Prefect nor Docker, so
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -24,9 +21,9 @@ import pyarrow as pa
 
 from schemas.arrow import arrow_schema
 from schemas.records import TABLES
-from tasks.checksums import note_excluded, problems
-from tasks.commits import accounting_problem
-from tasks.manifest import REPAIR_HINT, load_manifest
+from tasks.dataset.checksums import note_excluded, problems
+from tasks.dataset.commits import accounting_problem
+from tasks.dataset.manifest import REPAIR_HINT, DatasetError, load_manifest
 
 Warn = Callable[[str], object]
 SANDBOX = {"autoinstall_known_extensions": False, "autoload_known_extensions": False,
@@ -37,12 +34,17 @@ class ReadOnlyError(ValueError):
     """SQL that is not a single read statement; the message says what was refused."""
 
 
-def _stderr(message: str) -> None:
+class QueryError(DatasetError):
+    """A user's SQL condition that was refused (not read-only) or failed in DuckDB."""
+
+
+def warn_on_stderr(message: str) -> None:
+    """The readers' default ``warn``: one ``warning: ...`` line on stderr."""
     print(f"warning: {message}", file=sys.stderr)
 
 
-def connect(data_dir: Path, warn: Warn = _stderr, settings: Mapping[str, object] | None = None
-            ) -> duckdb.DuckDBPyConnection:
+def connect(data_dir: Path, warn: Warn = warn_on_stderr,
+            settings: Mapping[str, str | int] | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory, locked-down DuckDB with one view per table over the intact shards the
     manifest lists; ``settings`` (e.g. ``threads``, ``memory_limit``) are applied before
     the configuration is locked.
@@ -51,10 +53,10 @@ def connect(data_dir: Path, warn: Warn = _stderr, settings: Mapping[str, object]
     commit (no manifest, or an older one) a ``warn`` line names the repair command and
     the folder is recorded as excluded.  A listed shard that is missing, has the wrong size
     or the wrong sha256 is left out, with one ``warn`` line naming its path and the repair
-    command, and recorded (:func:`tasks.checksums.take_excluded`); the views answer from
+    command, and recorded (:func:`tasks.dataset.checksums.take_excluded`); the views answer from
     the intact shards.  Every view has the current schema's columns: shards of older
     schema versions read as NULL where a column is new.  Raises
-    :class:`tasks.manifest.DatasetError` for an unreadable manifest or a newer schema.
+    :class:`tasks.dataset.manifest.DatasetError` for an unreadable manifest or a newer schema.
     """
     manifest = load_manifest(data_dir)
     unlisted = accounting_problem(data_dir, manifest)
@@ -107,7 +109,8 @@ def stream_rows(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = 
         yield from zip(*(column.to_pylist() for column in b.columns), strict=True)
 
 
-def run_query(data_dir: Path, sql: str, warn: Warn = _stderr) -> tuple[list[str], list[tuple]]:
+def run_query(data_dir: Path, sql: str, warn: Warn = warn_on_stderr
+              ) -> tuple[list[str], list[tuple]]:
     """(columns, rows) of one read-only statement over ``data_dir``."""
     con = connect(data_dir, warn)
     try:
@@ -117,26 +120,3 @@ def run_query(data_dir: Path, sql: str, warn: Warn = _stderr) -> tuple[list[str]
         return columns, cur.fetchall()
     finally:
         con.close()
-
-
-def format_rows(columns: list[str], rows: list[tuple], fmt: str, max_width: int = 60) -> str:
-    if fmt == "json":
-        return "\n".join(json.dumps(dict(zip(columns, r, strict=True)), default=str)
-                         for r in rows)
-    if fmt == "csv":
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")  # not the module's default CRLF
-        writer.writerow(columns)
-        writer.writerows(rows)
-        return buf.getvalue().rstrip("\n")
-
-    def cell(v: object) -> str:
-        s = "NULL" if v is None else str(v).replace("\n", "\\n")
-        return s if len(s) <= max_width else s[: max_width - 1] + "…"
-
-    cells = [[cell(v) for v in r] for r in rows]
-    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    line = lambda vals: " | ".join(v.ljust(w) for v, w in zip(vals, widths, strict=True))  # noqa: E731
-    out = [line(columns), "-+-".join("-" * w for w in widths)] + [line(r) for r in cells]
-    out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
-    return "\n".join(out)

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from schemas.records import SCHEMA_VERSION, Provenance
 
-TEMPLATES = Path(__file__).resolve().parents[1] / "tasks" / "templates"
+TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 
 
 @cache
@@ -99,17 +99,3 @@ class RunIdentity(BaseModel):
             generator_version=generator_version(), config_hash=self.config_hash, seed=seed,
             image_id=image_id, template_hash=template_hash(), llm_model=self.llm_model,
             llm_params=self.llm_params, created_at=created_at or datetime.now(UTC))
-
-
-def image_id(backend: BaseModel) -> str | None:
-    """The engine's id (``sha256:...``) of a docker backend's image; None for other backends."""
-    tag = getattr(backend, "image", None)
-    if getattr(backend, "type", None) != "docker" or not tag:
-        return None
-    import docker
-
-    client = docker.from_env(timeout=30)
-    try:
-        return client.images.get(tag).id
-    finally:
-        client.close()

@@ -23,8 +23,8 @@ from collections import Counter, defaultdict
 import duckdb
 from pydantic import BaseModel
 
-from flows.query import stream_rows
 from schemas.records import LLM_SUFFIX, Message
+from tasks.dataset.query import stream_rows
 from tasks.grounding import first_ungrounded
 from tasks.preserve import Required, missing_literals
 
@@ -79,7 +79,7 @@ def _grounding(con: duckdb.DuckDBPyConnection) -> dict[str, list[int]]:
     so only the views still waiting for their other half are held."""
     out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     calls: dict[tuple[str, str], list[dict]] = {}
-    waiting: dict[tuple[str, str], list[tuple]] = defaultdict(list)
+    waiting: dict[tuple[str, str], list[tuple[str, list[Message], str]]] = defaultdict(list)
 
     def check(eco: str, messages: list[Message], tools: str, values: list | None) -> None:
         out[eco][0] += 1
@@ -112,12 +112,12 @@ def _grounding(con: duckdb.DuckDBPyConnection) -> dict[str, list[int]]:
 
 def instruction_stats(con: duckdb.DuckDBPyConnection, top: int = 5) -> InstructionStats:
     """Diversity and audit figures over the dataset behind ``con`` (views from
-    :func:`flows.query.connect`)."""
+    :func:`tasks.dataset.query.connect`)."""
     have = {row[0] for row in con.execute("describe tasks").fetchall()}
     optional = [c if c in have else f"null as {c}" for c in ("template_id",
                                                                "instruction_literals")]
     n, distinct = con.execute("select count(*), count(distinct instruction) from tasks"
-                              ).fetchone()
+                              ).fetchone() or (0, 0)
     per_eco = {eco: (count, unique) for eco, count, unique in con.execute(
         "select ecosystem, count(*), count(distinct instruction) from tasks group by 1"
     ).fetchall()}

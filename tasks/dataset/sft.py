@@ -25,10 +25,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
-from flows.query import connect, stream_rows
+from tasks.dataset.dataset import Dataset
 
 FORMATS = ("openai", "sharegpt")
 ARGUMENTS = ("object", "string")
@@ -97,23 +96,12 @@ def sft_row(row: tuple, fmt: str, arguments: str = "object") -> dict:
             **meta}
 
 
-def _rows(data: Path, supervision: str, action_space: str) -> Iterator[tuple]:
-    con = connect(data)
-    try:
-        yield from stream_rows(con, f"select {_COLUMNS} from trajectories where supervision "
-                               "= ? and action_space = ? order by task_id",
-                               [supervision, action_space])
-    finally:
-        con.close()
-
-
 def export_sft(data: Path, out: Path, fmt: str, supervision: str, action_space: str,
                arguments: str = "object") -> int:
-    """Write the JSONL file; returns the number of rows.  Raises :class:`ExportError`
-    before writing anything when the input is bad, and leaves no partial file behind."""
-    if not data.is_dir():
-        raise ExportError(f"no dataset at {data}; create one with "
-                          f"`taskfactory run --data {data}` or pass --data DIR")
+    """Write the JSONL file; returns the number of rows.  Raises :class:`ExportError` (or
+    DatasetError: no dataset) before writing anything when the input is bad, and leaves no
+    partial file behind."""
+    dataset = Dataset.open(data)
     if fmt == "sharegpt" and supervision == "actobs":
         raise ExportError("--supervision actobs trains tool observations, which LLaMA-Factory's "
                           "sharegpt format cannot mark; use --format openai (axolotl reads its "
@@ -128,7 +116,9 @@ def export_sft(data: Path, out: Path, fmt: str, supervision: str, action_space: 
     count = 0
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for row in _rows(data, supervision, action_space):
+            for row in dataset.rows(f"select {_COLUMNS} from trajectories where supervision "
+                                    "= ? and action_space = ? order by task_id",
+                                    [supervision, action_space]):
                 f.write(json.dumps(sft_row(row, fmt, arguments), ensure_ascii=False) + "\n")
                 count += 1
             f.flush()

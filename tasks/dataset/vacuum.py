@@ -3,10 +3,10 @@
 What it may delete, when last modified longer ago than the retention window: shard files
 the manifest does not list (a killed writer's commit; recorded ``abandoned`` or not),
 temp files of atomic writes (``.<name>.tmp`` in the folder, the table folders and
-``plots/``) and write probes, and — only when asked — quarantine folders.  The caller
-opens the dataset for writing first, so a folder whose manifest cannot account for its
-shards (missing or older) or with corrupt shards is refused before anything is deleted:
-there, unlisted shards may be the only copy of committed data.
+``plots/``) and write probes, and — only when asked — quarantine folders.
+:func:`vacuum` opens the dataset for writing first, so a folder whose manifest cannot
+account for its shards (missing or older) or with corrupt shards is refused before
+anything is deleted: there, unlisted shards may be the only copy of committed data.
 """
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ from __future__ import annotations
 import re
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks.commits import QUARANTINE, shard_files
-from tasks.manifest import Manifest
+from tasks.dataset.commits import QUARANTINE, shard_files
+from tasks.dataset.lock import open_for_writing
+from tasks.dataset.manifest import Manifest, save_manifest
 
 _DURATION = re.compile(r"^(\d+)([smhdw])$")
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -78,3 +80,18 @@ def delete(data_dir: Path, manifest: Manifest, doomed: list[Doomed]) -> None:
             d.path.unlink(missing_ok=True)
     gone = {str(d.path.relative_to(data_dir)) for d in doomed}
     manifest.abandoned = [p for p in manifest.abandoned if p not in gone]
+
+
+def vacuum(data_dir: Path, older_than_s: int, quarantine: bool = False, dry_run: bool = False,
+           announce: Callable[[Doomed], object] = lambda _: None) -> list[Doomed]:
+    """Open ``data_dir`` for writing (DatasetError where a writer must refuse), pass each
+    file :func:`to_delete` finds to ``announce``, then delete them (not on ``dry_run``)
+    and save the manifest; returns them."""
+    with open_for_writing(data_dir) as manifest:
+        doomed = to_delete(data_dir, manifest, older_than_s, quarantine)
+        for d in doomed:
+            announce(d)
+        if doomed and not dry_run:
+            delete(data_dir, manifest, doomed)
+            save_manifest(data_dir, manifest)
+    return doomed

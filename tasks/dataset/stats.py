@@ -1,6 +1,6 @@
 """``taskfactory stats``: a dataset report built from independent sections.
 
-A section is a function from a DuckDB connection (the views of :func:`flows.query.connect`)
+A section is a function from a DuckDB connection (the views of :func:`tasks.dataset.query.connect`)
 to a markdown fragment (a ``##`` heading and a table).  :data:`SECTIONS` lists them in
 report order; adding one is one line.  The terminal, the Prefect markdown artifact and
 the dataset card all use :func:`report`.  Imports neither Prefect nor Docker.
@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 import duckdb
 
-from flows.runs import SETTLED_ATTEMPTS
+from tasks.dataset.runs import SETTLED_ATTEMPTS
 
 Section = Callable[[duckdb.DuckDBPyConnection], str]
 
@@ -133,7 +133,7 @@ def depth_histogram(con: duckdb.DuckDBPyConnection) -> str:
 
 
 def instruction_diversity(con: duckdb.DuckDBPyConnection) -> str:
-    from flows.stats_instructions import format_instruction_stats, instruction_stats
+    from tasks.dataset.stats_instructions import format_instruction_stats, instruction_stats
 
     text = format_instruction_stats(instruction_stats(con))
     return f"## Instructions and trajectories\n\n```\n{text.rstrip()}\n```"

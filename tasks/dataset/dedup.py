@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 THRESHOLD = 0.9
 SHINGLE = 3
@@ -79,8 +80,8 @@ class DedupIndex:
     instructions: bool = True
     task_ids: set[str] = field(default_factory=set)
     fingerprints: dict[str, str] = field(default_factory=dict)
-    _hashes: dict[str, object] = field(default_factory=dict)
-    _lsh: object = None
+    _hashes: dict[str, Any] = field(default_factory=dict)
+    _lsh: Any = None
 
     def __post_init__(self) -> None:
         from datasketch import MinHashLSH

@@ -1,8 +1,8 @@
 """Publishing: stream rows into zstd Parquet shards, committed atomically with a manifest.
 
 Layout: ``<data>/<table>/part-<run>-<seq>.<sha16>.parquet`` plus ``<data>/_manifest.json``
-(the commit protocol is in :mod:`tasks.manifest`, names and the commit record every shard
-carries in :mod:`tasks.commits`).  Rows arrive in **groups** — all rows of
+(the commit protocol is in :mod:`tasks.dataset.manifest`, names and the commit record every shard
+carries in :mod:`tasks.dataset.commits`).  Rows arrive in **groups** — all rows of
 one candidate, over several tables — and a group is never split between commits: a
 commit writes one shard per table with buffered rows and then lists all of them in one
 manifest update, so after a crash a candidate is either wholly in the dataset or not at
@@ -24,8 +24,8 @@ import pyarrow.parquet as pq
 
 from schemas.arrow import arrow_schema
 from schemas.records import SCHEMA_VERSION, TABLES, AttemptRow, _Row
-from tasks.commits import META_KEY, CommitRecord, next_seq, shard_name
-from tasks.manifest import CommitEntry, Manifest, ShardEntry, atomic_write, save_manifest
+from tasks.dataset.commits import META_KEY, CommitRecord, next_seq, shard_name
+from tasks.dataset.manifest import CommitEntry, Manifest, ShardEntry, atomic_write, save_manifest
 
 __all__ = ["ShardWriter", "atomic_write", "check_writable", "table_schema"]
 
@@ -53,7 +53,7 @@ def table_schema(table: str) -> pa.Schema:
 class ShardWriter:
     """Buffers row groups and commits them as shards into a dataset opened for writing.
 
-    ``manifest`` must come from :func:`tasks.manifest.open_for_writing` (the caller holds
+    ``manifest`` must come from :func:`tasks.dataset.lock.open_for_writing` (the caller holds
     the dataset lock).  ``close()`` commits what is left; without it (a crash, a kill) the
     uncommitted groups are simply not in the dataset."""
 
