@@ -1,8 +1,9 @@
 """The factory flow: plan candidates, run one Prefect task per candidate, write shards.
 
 Wiring only — what runs, in what order, with what concurrency.  The stages live in
-``tasks/``; the per-candidate pipeline in :mod:`flows.candidate`; dedup and provenance in
-:mod:`flows.recorder`; resume and rerun semantics in :mod:`flows.runs`.
+``tasks/``; the per-candidate pipeline in :mod:`tasks.pipeline`, wired in
+:mod:`flows.candidate`; dedup and provenance in :mod:`flows.recorder`; resume and rerun
+semantics in :mod:`flows.runs`.
 
 Candidates start in index order, ``workers`` at a time and each with a slot of the
 server's ``sandbox`` limit when there is one (:mod:`flows.admission`), with at most
@@ -43,7 +44,6 @@ from flows import heap, runs, ui
 from flows.admission import Admission
 from flows.candidate import (
     BackendConfig,
-    Outcome,
     backend_for,
     build_candidate,
     ecosystem,
@@ -72,6 +72,7 @@ from schemas.graph import Candidate
 from schemas.records import RunRow
 from tasks.dedup import DedupIndex
 from tasks.manifest import open_for_writing, save_manifest
+from tasks.pipeline import Outcome
 from tasks.plan import iter_candidates
 from tasks.publish import ShardWriter
 

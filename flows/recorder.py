@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from flows.candidate import Outcome
 from flows.provenance import RunIdentity
 from schemas.records import StepRow, TaskRow, _Row
 from schemas.trace import Trace
 from tasks.dedup import DedupIndex
+from tasks.pipeline import Outcome
 
 OUTPUT_CAP = 4000
 """Characters of stdout / stderr kept per step in ``steps`` (the tail)."""

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from flows.candidate import Outcome
 from flows.provenance import RunIdentity
 from flows.recorder import Recorder
 from tasks.dedup import DedupIndex
 from tasks.manifest import open_for_writing
+from tasks.pipeline import Outcome
 from tasks.publish import ShardWriter
 
 
