@@ -21,7 +21,7 @@ from flows.infrastructure import CandidateErrored, errored
 from flows.provenance import generator_version
 from flows.providers import provider_for
 from schemas.graph import Candidate
-from schemas.records import InstructionStyle
+from schemas.records import AttemptStatus, InstructionStyle
 from tasks.llm import LLMClient, LLMConfig
 from tasks.pipeline import PIPELINE, Outcome, Pipeline, attempt_row
 from tasks.realize import OpenSandbox
@@ -101,6 +101,7 @@ def engine_failure(candidate: Candidate, eco_name: str, backend_type: str, run_i
     (stage and reason of the infrastructure failure) when the infrastructure failed,
     else rejected at stage ``sandbox``."""
     failure = errored("sandbox", exc)
+    status: AttemptStatus
     if isinstance(failure, CandidateErrored):
         status, stage, reason, detail = "errored", failure.stage, failure.reason, failure.detail
     else:

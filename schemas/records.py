@@ -29,6 +29,7 @@ stages, in order (``tasks/pipeline.py``): ``sandbox`` (open and realize the envi
 ``validate`` (the gate), ``instruct`` (preservation, paraphrase), ``trajectories``; plus
 ``realize``, a realization's own failure in whichever stage realized, ``accepted`` (every
 stage passed) and ``dedup`` (a duplicate of a task the dataset holds)."""
+AttemptStatus = Literal["accepted", "rejected", "errored"]
 LLM_SUFFIX = "+llm:"
 """Appended to a ``template_id``, with the model, when an LLM paraphrase was kept."""
 
@@ -175,7 +176,7 @@ class AttemptRow(_Row):
     shape: str
     depth: int
     fingerprint: str
-    status: Literal["accepted", "rejected", "errored"]
+    status: AttemptStatus
     stage: StageName
     reason: str
     detail: str

@@ -21,10 +21,10 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Literal, get_args
+from typing import get_args
 
 from schemas.graph import Candidate, WorkflowGraph
-from schemas.records import AttemptRow, StageName, TaskRow, TrajectoryRow
+from schemas.records import AttemptRow, AttemptStatus, StageName, TaskRow, TrajectoryRow
 from schemas.trace import Trace
 from tasks.failures import StageFailure
 from tasks.stages.context import FIELDS, INPUTS, PHASES, CandidateContext, Phase, Stage
@@ -90,6 +90,7 @@ class Pipeline:
         """Every stage in order: the candidate's outcome, accepted or rejected."""
         times = dict.fromkeys(PHASES, 0.0)
         t_start = time.perf_counter()
+        status: AttemptStatus
         try:
             with ctx.sandboxes:
                 for stage in self.stages:
@@ -125,11 +126,12 @@ PIPELINE = Pipeline(OpenEnvironment(), Execute(), Verify(), Draft(), Validate(),
 
 
 def attempt_row(candidate: Candidate, graph: WorkflowGraph, *, ecosystem: str, backend: str,
-                run_id: str, status: Literal["accepted", "rejected", "errored"],
+                run_id: str, status: AttemptStatus,
                 stage: StageName, reason: str, detail: str, task_id: str | None = None,
                 trace: Trace | None = None, sandboxes: int = 0,
                 times: Mapping[Phase, float] | None = None, total_s: float = 0.0) -> AttemptRow:
     """The attempt row of a candidate (``graph``: as executed, when it was)."""
+    t = times or dict.fromkeys(PHASES, 0.0)
     return AttemptRow(
         candidate_id=candidate.candidate_id, run_id=run_id, index=candidate.index,
         ecosystem=ecosystem, seed=candidate.seed, shape=graph.shape, depth=graph.depth,
@@ -137,5 +139,6 @@ def attempt_row(candidate: Candidate, graph: WorkflowGraph, *, ecosystem: str, b
         detail=detail[:500], task_id=task_id, backend=backend,
         repairs=[f"{r.kind} {r.step_id} {r.reason}: {r.detail}"
                  for r in (trace.repairs if trace else [])],
-        sandboxes=sandboxes, total_s=total_s, created_at=datetime.now(UTC),
-        **(times or dict.fromkeys(PHASES, 0.0)))
+        sandboxes=sandboxes, sandbox_s=t["sandbox_s"], execute_s=t["execute_s"],
+        gate_s=t["gate_s"], render_s=t["render_s"], total_s=total_s,
+        created_at=datetime.now(UTC))
