@@ -60,8 +60,8 @@ class Pipeline:
         have, names = set(INPUTS), set()
         for stage in stages:
             if stage.name not in STAGE_NAMES:
-                raise PipelineError(f"stage {stage.name!r} has no name of its own; add it to "
-                                    "schemas.records.StageName")
+                raise PipelineError(f"stage {stage.name!r}: the name is not a StageName; add "
+                                    "it to schemas.records.StageName (attempts record it)")
             if stage.name in names:
                 raise PipelineError(f"stage {stage.name!r} appears twice in the pipeline")
             names.add(stage.name)
