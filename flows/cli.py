@@ -347,9 +347,8 @@ def build_parser() -> argparse.ArgumentParser:
     sft.add_argument("--out", type=Path, required=True, help="JSONL file to write")
     sft.add_argument("--data", type=Path, default=Path("data"))
     sft.set_defaults(func=cmd_export_sft)
-    from flows.check_harbor import add_check_parser
+    from flows.cli_harbor import add_check_parser, add_export_parser
     from flows.cli_repair import add_repair_parsers
-    from flows.export_harbor import add_export_parser
 
     add_export_parser(targets)
     add_check_parser(sub)

@@ -2,9 +2,10 @@
 
 Wiring only — what runs, in what order, with what concurrency: settings and backends,
 plan, open the run on the dataset, submit, consume in order, finish, report.  The stages
-live in ``tasks/``; the per-candidate pipeline in :mod:`flows.candidate`; what the run
-writes — what it skips, dedup, provenance, commits, how a run finishes or fails — in
-:mod:`tasks.dataset` (:class:`tasks.dataset.Dataset`, :mod:`tasks.dataset.run_writer`).
+live in ``tasks/`` and run in the order of :mod:`tasks.pipeline`, wired per candidate in
+:mod:`flows.candidate`; what the run writes — what it skips, dedup, provenance, commits,
+how a run finishes or fails — in :mod:`tasks.dataset` (:class:`tasks.dataset.Dataset`,
+:mod:`tasks.dataset.run_writer`).
 
 Candidates start in index order, ``workers`` at a time and each with a slot of the
 server's ``sandbox`` limit when there is one (:mod:`flows.admission`), with at most
@@ -39,7 +40,7 @@ from environments.registry import resolve_backend
 from environments.sandbox import SandboxError
 from flows import heap, ui
 from flows.admission import Admission
-from flows.candidate import Outcome, build_candidate, ecosystem, engine_failure
+from flows.candidate import build_candidate, ecosystem, engine_failure
 from flows.infrastructure import retried
 from flows.parameters import effective_settings
 from flows.planned import PlannedCandidates
@@ -54,6 +55,7 @@ from tasks.dataset.dedup import DedupIndex
 from tasks.dataset.provenance import RunIdentity, config_hash, llm_identity, new_run_id
 from tasks.dataset.run_writer import RunWriter
 from tasks.dataset.runs import RunTally
+from tasks.pipeline import Outcome
 from tasks.plan import iter_candidates
 
 WINDOW_PER_WORKER = 4

@@ -24,6 +24,7 @@ import httpx
 from environments.config import BackendConfig
 from environments.docker.faults import ENGINE_ERRORS, as_infrastructure
 from environments.sandbox import InfrastructureError
+from schemas.records import StageName
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ class CandidateErrored(Exception):
     """A candidate stopped by infrastructure at ``stage``: ``reason`` is ``engine`` or
     ``prefect_api``, ``detail`` the exception (type, message, where it was raised)."""
 
-    def __init__(self, stage: str, reason: str, detail: str) -> None:
+    def __init__(self, stage: StageName, reason: str, detail: str) -> None:
         super().__init__(stage, reason, detail)  # all arguments: it survives pickling
         self.stage, self.reason, self.detail = stage, reason, detail
 
@@ -62,7 +63,7 @@ def infrastructure_reason(exc: BaseException) -> str | None:
     return None
 
 
-def errored(stage: str, exc: BaseException) -> CandidateErrored | None:
+def errored(stage: StageName, exc: BaseException) -> CandidateErrored | None:
     """The :class:`CandidateErrored` for ``exc`` raised at ``stage``, or None when ``exc``
     is not an infrastructure failure."""
     if isinstance(exc, CandidateErrored):

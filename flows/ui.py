@@ -24,7 +24,7 @@ from prefect.context import TaskRunContext
 from prefect.runtime import flow_run
 from prefect.states import Completed, State
 
-from flows.candidate import Outcome
+from tasks.pipeline import Outcome
 
 CANDIDATE_RUN_NAME = "{candidate.ecosystem} #{candidate.index} {candidate.candidate_id}"
 

@@ -26,6 +26,7 @@ import yaml
 from environments.ecosystems import Ecosystem
 from schemas.ecosystem import ToolSpec
 from schemas.graph import WorkflowGraph
+from schemas.records import InstructionStyle
 from schemas.trace import Trace
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -69,7 +70,7 @@ class Item:
 @dataclass(frozen=True)
 class Instruction:
     text: str
-    style: str
+    style: InstructionStyle
     template_id: str
     items: tuple[Item, ...]
 
@@ -147,7 +148,7 @@ def _opener_pool(style: str, shape: str, items: list[Item]) -> dict[str, str]:
 
 
 def render_instruction(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed: int,
-                       style: str = "goal") -> Instruction:
+                       style: InstructionStyle = "goal") -> Instruction:
     """The instruction for a validated trace; the same seed gives the same text."""
     if style not in STYLES:
         raise ValueError(f"unknown instruction style {style!r}; use one of {STYLES}")

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from flows.candidate import Outcome
 from tasks.dataset.dedup import DedupIndex
 from tasks.dataset.lock import open_for_writing
 from tasks.dataset.provenance import RunIdentity
 from tasks.dataset.recorder import Recorder
 from tasks.dataset.writer import ShardWriter
+from tasks.pipeline import Outcome
 
 
 def write_outcomes(data: Path, run_id: str, outcomes: Iterable[Outcome],

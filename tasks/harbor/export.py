@@ -1,11 +1,11 @@
-"""One accepted task as a Harbor task folder (pure: renders bytes, writes nothing).
+"""One accepted task as a Harbor task folder: rendered as bytes, then written in place.
 
 Layout (Harbor's ``TaskPaths``)::
 
     <ecosystem>-<task_id>/
       task.toml            schema version, name, timeouts, resources, [metadata.taskfactory]
       instruction.md       the task's instruction, as the factory rendered it
-      environment/         Dockerfile + build context (see tasks/harbor_env.py)
+      environment/         Dockerfile + build context (see tasks/harbor/environment.py)
       solution/solve.sh    the reference solution (``TaskRow.solution_sh``)
       tests/test.sh        runs tests/verify.py on /workspace, writes /logs/verifier/reward.*
       tests/verify.py      the standalone verifier (``TaskRow.verifier_py``, stdlib only)
@@ -14,21 +14,24 @@ Layout (Harbor's ``TaskPaths``)::
 (uid 1000, like the factory's tools), the verifier as root (Harbor's default user); the
 environment gets the factory's CPU quota; ``[metadata.taskfactory]`` carries the task's
 provenance and every ``gate.*`` result.
+
+:func:`render_folder` raises :class:`tasks.harbor.HarborError` for a task that cannot be
+exported as it is; :func:`write_folder` writes one folder under a hidden temporary name
+and renames it into place.
 """
 
 from __future__ import annotations
 
-import json
+import os
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from environments.docker.config import DockerConfig
-from environments.ecosystems import Ecosystem
-from schemas.records import TaskRow
-from schemas.trace import Trace
-from schemas.verifier import Check
-from tasks.harbor_env import EXEC_MODE, FILE_MODE, Files, environment_files
-from tasks.toml_text import dumps
+from tasks.harbor.environment import EXEC_MODE, FILE_MODE, Files, environment_files
+from tasks.harbor.source import ExportTask
+from tasks.harbor.toml import dumps
 
 HARBOR_SCHEMA_VERSION = "1.4"
 """``TaskConfig.schema_version`` of the Harbor release the folders are checked against."""
@@ -48,29 +51,6 @@ class ExportOptions:
     build_timeout_s: float = 900.0
     memory_mb: int = 2048
     """Room for an agent's own processes too (the factory's tools ran within 512 MB)."""
-
-
-@dataclass(frozen=True)
-class ExportTask:
-    """A task row with its ecosystem and parsed trace and checks."""
-
-    row: TaskRow
-    eco: Ecosystem
-    trace: Trace
-    checks: list[Check]
-
-    @classmethod
-    def of(cls, row: TaskRow, eco: Ecosystem) -> ExportTask:
-        checks = [Check.model_validate(c) for c in json.loads(row.checks_json)]
-        return cls(row, eco, Trace.model_validate_json(row.trace_json), checks)
-
-    @property
-    def folder_name(self) -> str:
-        return f"{self.row.ecosystem}-{self.row.task_id}"
-
-    @property
-    def harbor_name(self) -> str:
-        return f"taskfactory/{self.folder_name}"
 
 
 def test_sh(task_id: str) -> str:
@@ -148,3 +128,30 @@ def render_folder(task: ExportTask, options: ExportOptions | None = None) -> Fil
     env = environment_files(row, task.eco, task.trace.environment)
     files.update({f"environment/{path}": entry for path, entry in env.items()})
     return files
+
+
+def write_folder(out: Path, name: str, files: Files) -> Path:
+    """Write one task folder under a hidden temporary name, then rename it to ``name``
+    (replacing an older export of the same task).  Modes are set explicitly: the image
+    build copies them."""
+    tmp, final = out / f".{name}.tmp-{os.getpid()}", out / name
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        for rel, (data, mode) in files.items():
+            path = tmp / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            path.chmod(mode)
+        for folder in [tmp, *(p for p in tmp.rglob("*") if p.is_dir())]:
+            folder.chmod(0o755)
+        if final.exists():
+            old = out / f".{name}.old-{os.getpid()}"
+            final.rename(old)
+            tmp.rename(final)
+            shutil.rmtree(old)
+        else:
+            tmp.rename(final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final

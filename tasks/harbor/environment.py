@@ -30,6 +30,7 @@ from environments.docker.images import dockerfile
 from environments.ecosystems import Ecosystem
 from schemas.records import TaskRow
 from schemas.trace import EnvAdditions
+from tasks.harbor import HarborError
 from tasks.realize import env_digest, service_start_command
 
 ENTRYPOINT = "/usr/local/bin/taskfactory-entrypoint.sh"
@@ -37,10 +38,6 @@ FILE_MODE, EXEC_MODE = 0o644, 0o755
 
 Files = dict[str, tuple[bytes, int]]
 """Relative path -> (content, mode)."""
-
-
-class ExportError(ValueError):
-    """A task cannot be exported as it is; the message names the problem and the fix."""
 
 
 def ecosystem_version(eco: Ecosystem) -> str:
@@ -56,21 +53,21 @@ def base_image(task: TaskRow) -> str:
 def _relative(path: str, what: str, task: TaskRow) -> str:
     clean = posixpath.normpath(path)
     if clean.startswith(("/", "../")) or clean in (".", ".."):
-        raise ExportError(f"task {task.task_id}: {what} path {path!r} leaves the workspace")
+        raise HarborError(f"task {task.task_id}: {what} path {path!r} leaves the workspace")
     return clean
 
 
 def seed_files(task: TaskRow, eco: Ecosystem, additions: EnvAdditions) -> dict[str, bytes]:
-    """The task's seed files, regenerated; ExportError unless the ecosystem folder is the
+    """The task's seed files, regenerated; HarborError unless the ecosystem folder is the
     one the task was made with and the seed reproduces the task's ``env_digest``."""
     if ecosystem_version(eco) != task.ecosystem_version:
-        raise ExportError(
+        raise HarborError(
             f"task {task.task_id} was made with ecosystem {task.ecosystem!r} version "
             f"{task.ecosystem_version}, but {eco.folder} is version {ecosystem_version(eco)}; "
             "pass the ecosystem folder the task was generated with (--ecosystem-dir)")
     files = eco.seed_state(task.seed)
     if env_digest(files, additions) != task.env_digest:
-        raise ExportError(
+        raise HarborError(
             f"task {task.task_id}: seed {task.seed} of ecosystem {task.ecosystem!r} no longer "
             f"reproduces the task's environment (digest {env_digest(files, additions)} != "
             f"{task.env_digest}); the seed generator is not deterministic")

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from environments.docker.config import DockerConfig
 from environments.docker.images import ecosystem_image
 from environments.registry import make_provider
-from tasks.harbor import ExportTask
-from tasks.harbor_container import TaskContainer
-from tasks.harbor_env import base_image
+from tasks.harbor.container import TaskContainer
+from tasks.harbor.environment import base_image
+from tasks.harbor.source import ExportTask
 from tasks.realize import LiveEnvironment, probe, state_digest
 from tasks.validate import first_difference
 
