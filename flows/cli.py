@@ -296,19 +296,8 @@ def _run_options(p: argparse.ArgumentParser) -> None:
                    help="rows per table that trigger a shard commit (default 500)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="taskfactory", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    run = sub.add_parser("run", help="generate tasks in a one-off flow run")
-    _run_options(run)
-    run.add_argument("--resume", nargs="?", const=True, metavar="RUN_ID",
-                     help="continue an interrupted run (default: the newest) with its "
-                          "recorded settings")
-    run.add_argument("--runner", choices=["threads", "dask"], default="threads",
-                     help="where candidates run: a thread pool here, or a Dask cluster")
-    run.add_argument("--address", metavar="tcp://HOST:PORT",
-                     help="the Dask scheduler (default with --runner dask: a local cluster)")
-    run.set_defaults(func=cmd_run)
+def _dataset_parsers(sub: argparse._SubParsersAction) -> None:
+    """``query``, ``stats`` and ``card``: the commands that read a dataset."""
     query = sub.add_parser("query", help="SQL over the dataset (DuckDB)")
     query.add_argument("sql")
     query.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
@@ -326,6 +315,22 @@ def build_parser() -> argparse.ArgumentParser:
     card = sub.add_parser("card", help="rewrite the dataset card (README.md + plots)")
     card.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
     card.set_defaults(func=cmd_card)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="taskfactory", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    run = sub.add_parser("run", help="generate tasks in a one-off flow run")
+    _run_options(run)
+    run.add_argument("--resume", nargs="?", const=True, metavar="RUN_ID",
+                     help="continue an interrupted run (default: the newest) with its "
+                          "recorded settings")
+    run.add_argument("--runner", choices=["threads", "dask"], default="threads",
+                     help="where candidates run: a thread pool here, or a Dask cluster")
+    run.add_argument("--address", metavar="tcp://HOST:PORT",
+                     help="the Dask scheduler (default with --runner dask: a local cluster)")
+    run.set_defaults(func=cmd_run)
+    _dataset_parsers(sub)
     plan = sub.add_parser("plan", help="plan graphs and report their diversity (runs nothing)")
     plan.add_argument("--ecosystem", default="files", help="built-in name or folder")
     plan.add_argument("--n", type=_positive, default=1000, help="graphs to plan")

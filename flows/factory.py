@@ -26,6 +26,7 @@ import logging
 import shutil
 import time
 from pathlib import Path
+from typing import cast
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
@@ -50,6 +51,7 @@ from flows.runners import Runner, chosen_runner, make_task_runner
 from flows.settings import RunSettings
 from flows.summary import RunSummary, summarize
 from schemas.graph import Candidate
+from schemas.records import InstructionStyle
 from tasks.dataset import Dataset
 from tasks.dataset.dedup import DedupIndex
 from tasks.dataset.provenance import RunIdentity, config_hash, llm_identity, new_run_id
@@ -64,7 +66,7 @@ RESULTS = ".results"
 
 
 def run_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendConfig,
-                  run_id: str, max_repairs: int, instruction_style: str,
+                  run_id: str, max_repairs: int, instruction_style: InstructionStyle,
                   config_hash: str) -> State:
     """:func:`flows.candidate.build_candidate`, ending in a state named after its outcome
     (:func:`flows.ui.outcome_state`; the result is the :class:`Outcome`).  ``config_hash``
@@ -84,12 +86,12 @@ def run_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendConf
 
 
 candidate_task = task(
-    run_candidate, name="candidate", task_run_name=ui.CANDIDATE_RUN_NAME,
+    name="candidate", task_run_name=ui.CANDIDATE_RUN_NAME,
     retries=2, retry_delay_seconds=1, cache_policy=INPUTS + TASK_SOURCE, persist_result=True,
     cache_result_in_memory=False,
     retry_condition_fn=lambda _task, _run, state: isinstance(
         state.result(raise_on_failure=False), SandboxError),
-)
+)(run_candidate)
 """Cached on its inputs, which include the run id: a resumed run reuses the outcomes its
 killed predecessor had computed but not yet committed; other runs never share them.
 Results live on disk only: Prefect's in-memory result cache (1,000 entries) would hold
@@ -226,7 +228,7 @@ def _consume(run: RunWriter, todo: PlannedCandidates, planned: int, settings: Ru
             for c, result in Admission(todo, submit, settings.workers,
                                        WINDOW_PER_WORKER * settings.workers, flow_run.get_id()):
                 outcome = result if isinstance(result, Outcome) else engine_failure(
-                    c, c.ecosystem, base.type, run.run_id, result)
+                    c, c.ecosystem, base.type, run.run_id, cast(BaseException, result))
                 progress.done(run.record(outcome))
             return run.finish(planned)
     finally:

@@ -92,7 +92,7 @@ def structure(graph: WorkflowGraph, trace: Trace) -> str:
     uses: Counter[str] = Counter()
     joins = chained = 0
     for i, s in enumerate(steps):
-        ups = {b.step for b in s.bind.values() if b.kind == "step"}
+        ups = {b.step for b in s.bind.values() if b.kind == "step" and b.step is not None}
         uses.update(ups)
         joins += len(ups) >= 2
         chained += i > 0 and steps[i - 1].id in ups
