@@ -13,7 +13,7 @@ export UV_PYTHON_DOWNLOADS := never
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 
-.PHONY: run test venv engine image compose lint bench clean-data
+.PHONY: run test venv engine image compose lint typecheck bench clean-data
 
 $(VENV)/.synced: pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet uv 2>/dev/null \
@@ -44,10 +44,16 @@ run: venv
 test: venv
 	@$(MAKE) --no-print-directory image || echo "test: no Docker engine; Docker-backed tests will be skipped"
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest -ra $(PYTEST_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .
+
+# mypy's settings are in pyproject.toml: the whole package, strict on schemas/ and
+# environments/, the rest (flows/, tasks/) non-strict.
+typecheck: venv
+	$(VENV)/bin/mypy
 
 bench: venv image
 	$(PY) benchmarks/throughput.py

@@ -33,9 +33,10 @@ from throughput import one_run  # noqa: E402
 
 import flows.candidate  # noqa: E402
 import flows.factory  # noqa: E402
-from environments.config import DockerConfig, resolve_backend  # noqa: E402
+from environments.docker.config import DockerConfig  # noqa: E402
 from environments.ecosystems import BUILTIN_DIR, builtin_names  # noqa: E402
 from environments.ecosystems.code import load_functions  # noqa: E402
+from environments.registry import resolve_backend  # noqa: E402
 
 
 def isolate(on: bool) -> None:
@@ -68,7 +69,7 @@ def seed_calls() -> None:
 
     for name in builtin_names():
         folder = BUILTIN_DIR / name
-        generate = {w: load_functions(folder, {"seed": "seed.py"}, w)["seed"]["generate"]
+        generate = {w: load_functions(folder, {"seed": "seed.py"}, w)[0]["seed"]["generate"]
                     for w in (False, True)}
         medians: dict[bool, list[float]] = {False: [], True: []}
         for r in range(4):

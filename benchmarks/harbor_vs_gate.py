@@ -32,11 +32,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harbor_tools import export, find_harbor, harbor_job, parser, sample  # noqa: E402
 
-from environments.config import DockerConfig  # noqa: E402
-from environments.images import ecosystem_image  # noqa: E402
+from environments.docker.config import DockerConfig  # noqa: E402
+from environments.docker.images import ecosystem_image  # noqa: E402
 from flows.providers import close_run, provider_for  # noqa: E402
-from tasks.harbor import ExportTask  # noqa: E402
-from tasks.harbor_env import base_image  # noqa: E402
+from tasks.harbor.environment import base_image  # noqa: E402
+from tasks.harbor.source import ExportTask  # noqa: E402
 from tasks.realize import LiveEnvironment  # noqa: E402
 from tasks.validate import run_solution  # noqa: E402
 from tasks.verify import run_verifier  # noqa: E402

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/near_duplicates.py --data data
 
 For every pair of distinct tasks of one ecosystem it computes the exact Jaccard
-similarity over word 3-grams (the signal ``tasks.dedup`` estimates with MinHash) and
+similarity over word 3-grams (the signal ``tasks.dataset.dedup`` estimates with MinHash) and
 prints, per threshold, how many tasks would be rejected.  Distinct tasks ask for
 different things, so every rejection among them is a false positive.  As true near
 duplicates it re-words each instruction the way the renderer varies phrasing (another
@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from flows.query import run_query  # noqa: E402
-from tasks.dedup import THRESHOLD, DedupIndex, shingles  # noqa: E402
+from tasks.dataset.dedup import THRESHOLD, DedupIndex, shingles  # noqa: E402
+from tasks.dataset.query import run_query  # noqa: E402
 from tasks.instruct import CLOSERS, OPENERS  # noqa: E402
 
 THRESHOLDS = [0.6, 0.7, 0.8, 0.85, 0.9, 0.95]

@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 
 from environments.ecosystems import load_ecosystem
-from flows.query import connect
 from schemas.graph import WorkflowGraph
 from schemas.trace import Trace
 from schemas.verifier import Check
+from tasks.dataset.query import connect
 from tasks.instruct import render_instruction
 from tasks.preserve import check_items_preserved, check_preserved, required_literals
 from tasks.trajectories import render_trajectories

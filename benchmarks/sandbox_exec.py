@@ -28,7 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from environments.config import DockerConfig, make_provider  # noqa: E402
+from environments.docker.config import DockerConfig  # noqa: E402
+from environments.registry import make_provider  # noqa: E402
 from environments.sandbox import Sandbox, SandboxProvider  # noqa: E402
 
 PATHS = ("docker-exec", "runner")

@@ -26,8 +26,8 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 
 from flows.factory import run_factory  # noqa: E402
-from flows.query import run_query  # noqa: E402
 from flows.settings import RunSettings  # noqa: E402
+from tasks.dataset.query import run_query  # noqa: E402
 
 PHASES = ["sandbox_s", "execute_s", "gate_s", "render_s"]
 LABELS = {"sandbox_s": "sandbox start + seed", "execute_s": "execution + probes",

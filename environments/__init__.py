@@ -1,41 +1,8 @@
-"""Execution environments: sandboxes (docker or local) in which task commands run.
+"""Execution environments: sandboxes in which task commands run, and the ecosystems.
 
-Importing this package never imports the docker SDK; backends load lazily via
-``make_provider``.
+``sandbox`` (the contract: verbs, lifecycle, errors), ``config`` (the base of every
+backend's settings), ``registry`` (backends by name or import path), ``docker/`` and
+``local/`` (the two built-in backends), ``runner/`` (the in-container command runner) and
+``ecosystems/`` (built-in ecosystems, their loader and their contract).  Importing this
+package, a config or the registry never imports the docker SDK.
 """
-
-from environments.config import (
-    BackendConfig,
-    DockerConfig,
-    LocalConfig,
-    docker_available,
-    make_provider,
-    resolve_backend,
-)
-from environments.sandbox import (
-    ExecResult,
-    InfrastructureError,
-    Sandbox,
-    SandboxClosedError,
-    SandboxError,
-    SandboxProvider,
-    SandboxUnavailableError,
-    Snapshot,
-)
-
-__all__ = [
-    "BackendConfig",
-    "DockerConfig",
-    "ExecResult",
-    "InfrastructureError",
-    "LocalConfig",
-    "Sandbox",
-    "SandboxClosedError",
-    "SandboxError",
-    "SandboxProvider",
-    "SandboxUnavailableError",
-    "Snapshot",
-    "docker_available",
-    "make_provider",
-    "resolve_backend",
-]

@@ -1,122 +1,63 @@
-"""Backend configuration for sandboxes, and choosing/creating a provider.
+"""The base of every backend's configuration: a pydantic model that opens its provider.
 
-``BackendConfig`` is a discriminated union on ``type`` ("docker" | "local"), so a config
-file can say ``{"type": "docker", "memory_mb": 1024}``. Importing this module never
-imports the docker SDK; ``make_provider`` imports the backend lazily.
+A backend is a subclass of :class:`BackendConfig` with a ``type`` literal (its name, the
+discriminator of a config file: ``{"type": "docker", "memory_mb": 1024}``) and
+``extra="forbid"``.  It names the ``backends`` value of ``ecosystem.yaml`` it can run
+(:attr:`BackendConfig.runs`) and imports its implementation only in :meth:`provider`, so
+importing a config never imports a heavy SDK.  :mod:`environments.registry` finds configs
+by name.
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
-from typing import TYPE_CHECKING, Annotated, Literal
+import abc
+from typing import TYPE_CHECKING, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from environments.sandbox import SandboxUnavailableError
+
 if TYPE_CHECKING:
+    from environments.ecosystems import Ecosystem
     from environments.sandbox import SandboxProvider
 
-log = logging.getLogger(__name__)
 
-DEFAULT_IMAGE = "taskfactory/base:bookworm"
-BACKEND_NAMES = ("docker", "local", "auto")
-LOCAL_FALLBACK_WARNING = "no Docker daemon answers; using the local backend (weaker isolation)"
-
-
-class DockerConfig(BaseModel):
-    """One hardened container per sandbox (see docker_backend)."""
+class BackendConfig(BaseModel, abc.ABC):
+    """Settings of one sandbox backend; subclasses set ``type`` to a ``Literal`` name."""
 
     model_config = ConfigDict(extra="forbid")
 
-    type: Literal["docker"] = "docker"
-    image: str = DEFAULT_IMAGE
-    network_mode: str = "none"
-    cap_drop: list[str] = Field(default_factory=lambda: ["ALL"])
-    security_opt: list[str] = Field(default_factory=lambda: ["no-new-privileges"])
-    pids_limit: int = Field(default=256, gt=0)
-    memory_mb: int = Field(default=512, gt=0)  # memory and memory+swap are set equal
-    cpus: float = Field(default=1.0, gt=0)
-    user: str = "1000:1000"
-    workdir: str = "/workspace"
-    workdir_mb: int = Field(default=256, ge=0)
-    """The workdir lives on an in-memory filesystem capped at this many MiB (the sandbox's
-    snapshots on another, capped at ``memory_mb``); their pages count against
-    ``memory_mb``.  A full workdir fails writes with ENOSPC, and the candidates' file
-    churn never reaches the engine's disk.  0: the container's disk layer, uncapped."""
-    tmp_mb: int = Field(default=128, ge=0)
-    """``/tmp``, ``/var/tmp``, ``/run/lock`` and ``home`` are in-memory filesystems capped
-    at this many MiB each, and (with ``workdir_mb`` > 0) the root filesystem is read-only:
-    nothing a command writes reaches the engine's disk (``environments.docker_mounts``).
-    0: those places stay on the container's disk layer, uncapped."""
-    home: str = "/home/agent"
-    """The sandbox user's home in the image (made an in-memory place, starting empty)."""
-    init: bool = True
+    type: str
     output_cap_bytes: int = Field(default=2**20, gt=0)
-    # "runner": verbs go through one long-lived process per sandbox inside the container
-    # (a few ms per command); "docker-exec": one `docker exec` per command (~50 ms).
-    exec_via: Literal["runner", "docker-exec"] = "runner"
+    """Each of a command's streams keeps only its last this many bytes."""
 
+    runs: ClassVar[Literal["docker", "local"]]
+    """Which ``backends`` value of an ``ecosystem.yaml`` this backend serves: ``docker``
+    (a container from an image, packages installable) or ``local`` (a host folder)."""
 
-class LocalConfig(BaseModel):
-    """A temp dir on the host per sandbox, with rlimits (see local_backend)."""
+    @abc.abstractmethod
+    def provider(self, run_id: str) -> SandboxProvider:
+        """A new provider of sandboxes for run ``run_id`` (imports the backend now).
+        ``SandboxUnavailableError`` when the backend cannot be used here."""
 
-    model_config = ConfigDict(extra="forbid")
+    def available(self, timeout: float = 3.0) -> bool:
+        """True when what the backend runs on answers now (within ``timeout`` s); a
+        backend without an engine is always available."""
+        return True
 
-    type: Literal["local"] = "local"
-    memory_mb: int = Field(default=1024, gt=0)
-    cpu_seconds: int = Field(default=60, gt=0)
-    max_file_mb: int = Field(default=64, gt=0)
-    output_cap_bytes: int = Field(default=2**20, gt=0)
+    def for_ecosystem(self, eco: Ecosystem, packages: tuple[str, ...] = ()) -> Self:
+        """This config for ``eco``'s sandboxes, with ``packages`` installed on top of the
+        ecosystem's own.  ``SandboxUnavailableError`` when the ecosystem does not run on
+        this kind of backend or the packages cannot be had."""
+        if self.runs not in eco.spec.backends:
+            raise SandboxUnavailableError(
+                f"ecosystem {eco.name!r} needs the {' or '.join(eco.spec.backends)} backend, "
+                f"not {self.type}")
+        return self._with_image(eco, packages)
 
-
-BackendConfig = Annotated[DockerConfig | LocalConfig, Field(discriminator="type")]
-
-
-def docker_available(timeout: float = 3.0) -> bool:
-    """True when a Docker daemon answers a ping within ``timeout`` s; False on any error."""
-    try:
-        import docker
-    except Exception:
-        return False
-    client = None
-    try:
-        client = docker.from_env(timeout=timeout)
-        return bool(client.ping())
-    except Exception:
-        return False
-    finally:
-        if client is not None:
-            with contextlib.suppress(Exception):
-                client.close()
-
-
-def resolve_backend(name: str) -> DockerConfig | LocalConfig:
-    """Default config for backend ``name``: "docker", "local" or "auto".
-
-    "auto" picks docker when a daemon answers, else local, with a WARNING log line
-    because the local backend isolates less.
-    """
-    key = name.strip().lower() if isinstance(name, str) else name
-    if key == "docker":
-        return DockerConfig()
-    if key == "local":
-        return LocalConfig()
-    if key == "auto":
-        if docker_available():
-            return DockerConfig()
-        log.warning(LOCAL_FALLBACK_WARNING)
-        return LocalConfig()
-    raise ValueError(f"unknown sandbox backend {name!r}; allowed: {', '.join(BACKEND_NAMES)}")
-
-
-def make_provider(config: DockerConfig | LocalConfig, run_id: str) -> SandboxProvider:
-    """Create the provider for ``config`` (imports the backend module only now)."""
-    if isinstance(config, DockerConfig):
-        from environments.docker_backend import DockerProvider
-
-        return DockerProvider(config, run_id)
-    if isinstance(config, LocalConfig):
-        from environments.local_backend import LocalProvider
-
-        return LocalProvider(config, run_id)
-    raise TypeError(f"not a backend config: {type(config).__name__}")
+    def _with_image(self, eco: Ecosystem, packages: tuple[str, ...]) -> Self:
+        """The config for ``eco`` with ``packages``; a backend without images refuses
+        packages."""
+        if packages:
+            raise SandboxUnavailableError(f"the {self.type} backend cannot install packages")
+        return self

@@ -1,8 +1,9 @@
 """The Sandbox contract: run commands and move files inside an isolated working directory.
 
-Two backends implement it: ``environments.docker_backend`` (one container per sandbox, the
-real isolation) and ``environments.local_backend`` (a temp dir on the host, weaker isolation).
-Both pass the same conformance suite (tests/integration/test_sandbox_conformance.py).
+Two backends implement it: ``environments.docker`` (one container per sandbox, the real
+isolation) and ``environments.local`` (a temp dir on the host, weaker isolation); more can
+be added by name (``environments.registry``).  Every backend runs the same conformance
+suite (tests/integration/test_sandbox_conformance.py), each with its list of known gaps.
 
 Typical use::
 
@@ -139,7 +140,8 @@ class Sandbox(_ClosesOnExit, abc.ABC):
     #: ("/workspace" for docker; the real temp dir path for the local backend)
     workdir: str
 
-    def __init__(self) -> None:
+    def __init__(self, provider: SandboxProvider) -> None:
+        self._provider = provider
         self._closed = False
         self._close_lock = threading.Lock()
 
@@ -151,7 +153,6 @@ class Sandbox(_ClosesOnExit, abc.ABC):
         if self._closed:
             raise SandboxClosedError(f"{type(self).__name__} is closed")
 
-    @abc.abstractmethod
     def exec(
         self,
         argv: list[str],
@@ -173,13 +174,24 @@ class Sandbox(_ClosesOnExit, abc.ABC):
         kill).  When the command exits in time, processes it left running in its process
         group (background jobs, fork bombs) are killed; a service meant to outlive the call
         must start its own session (``setsid``).
-        Never raises for non-zero exit codes (a missing command gives 127).
+        Never raises for non-zero exit codes (a missing command gives 127); ``ValueError``
+        for an empty ``argv`` or a timeout that is not positive.
         """
+        self._check_open()
+        if not argv or timeout <= 0:
+            raise ValueError("argv must be non-empty and timeout positive")
+        return self._exec(argv, timeout, workdir, env, stdin)
+
+    @abc.abstractmethod
+    def _exec(self, argv: list[str], timeout: float, workdir: str | None,
+              env: dict[str, str] | None, stdin: bytes | None) -> ExecResult:
+        """``exec`` once its arguments are checked and the sandbox was open."""
 
     @abc.abstractmethod
     def write_files(self, files: dict[str, bytes]) -> None:
         """Write files (paths relative to workdir, or absolute inside the sandbox, where it
-        can be written: docker's root filesystem is read-only, see ``docker_mounts``).
+        can be written: docker's root filesystem is read-only, see
+        ``environments.docker.mounts``).
 
         Parent directories are created; files are owned by the sandbox user (mode 0644).
         """
@@ -198,10 +210,21 @@ class Sandbox(_ClosesOnExit, abc.ABC):
         """Make workdir exactly the snapshot again (later files are removed).
         A snapshot can be restored any number of times."""
 
-    @abc.abstractmethod
     def close(self) -> None:
-        """Release the sandbox and everything in it. Idempotent."""
+        """Release the sandbox and everything in it.  Idempotent and thread-safe: the
+        first call marks it closed (verbs in flight then raise ``SandboxClosedError``),
+        tells the provider, and releases it; later calls return at once."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._provider._forget(self)
+        self._release()
 
+    @abc.abstractmethod
+    def _release(self) -> None:
+        """Free what the sandbox holds (its container, its folder, its processes); called
+        once, by ``close``, after ``closed`` became True."""
 
 
 class SandboxProvider(_ClosesOnExit, abc.ABC):
@@ -223,9 +246,21 @@ class SandboxProvider(_ClosesOnExit, abc.ABC):
     def closed(self) -> bool:
         return self._closed
 
-    @abc.abstractmethod
     def open(self, *, labels: dict[str, str] | None = None) -> Sandbox:
-        """Create a new sandbox. ``SandboxClosedError`` once the provider is closed."""
+        """Create a new sandbox. ``SandboxClosedError`` once the provider is closed (also
+        when it closes while the sandbox is being created: that one is closed again)."""
+        self._check_open()
+        sb = self._create(dict(labels or {}))
+        with self._lock:
+            if not self._closed:
+                self._open.add(sb)
+                return sb
+        sb.close()
+        raise SandboxClosedError(f"provider for run {self.run_id} was closed")
+
+    @abc.abstractmethod
+    def _create(self, labels: dict[str, str]) -> Sandbox:
+        """A new, running sandbox carrying ``labels`` (called by ``open``)."""
 
     @contextmanager
     def sandbox(self, *, labels: dict[str, str] | None = None) -> Iterator[Sandbox]:
@@ -258,16 +293,8 @@ class SandboxProvider(_ClosesOnExit, abc.ABC):
             raise (InfrastructureError if infra else SandboxError)(
                 f"{len(errors)} sandbox(es) failed to close: {errors[0]!r}")
 
-    # bookkeeping helpers for subclasses -------------------------------------------------
-    def _register(self, sb: Sandbox) -> bool:
-        """Track an opened sandbox; False (caller must discard it) if the provider closed."""
-        with self._lock:
-            if self._closed:
-                return False
-            self._open.add(sb)
-            return True
-
     def _forget(self, sb: Sandbox) -> None:
+        """``sb`` closed: no longer one of the provider's open sandboxes."""
         with self._lock:
             self._open.discard(sb)
 

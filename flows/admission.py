@@ -22,6 +22,7 @@ when the run stops, normally or not.
 
 import collections
 import contextvars
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -119,12 +120,15 @@ class Admission:
                 with self.cond:
                     self.ready.append((candidate, future))
                     self.cond.notify_all()
-                future.add_done_callback(lambda _f, lease=lease: self._done(lease))
+                future.add_done_callback(functools.partial(self._released, lease))
             with self.cond:
                 self.submitted_all = True
                 self.cond.notify_all()
         except BaseException as exc:  # noqa: BLE001 - handed to the flow's thread
             self._fail(exc)
+
+    def _released(self, lease: UUID | None, _future: object) -> None:
+        self._done(lease)
 
     def _done(self, lease: UUID | None) -> None:
         """A candidate's task run finished: its place and slot are free."""
@@ -160,10 +164,10 @@ class Admission:
                 for lease, _ in idle:
                     leases.give(lease)
                 if ask:
-                    granted, lease, retry = leases.take()
+                    granted, taken, retry = leases.take()
                     with self.cond:
-                        if lease is not None:
-                            self.spare.append((lease, time.monotonic()))
+                        if taken is not None:
+                            self.spare.append((taken, time.monotonic()))
                         elif granted:  # the limit was removed: candidates run unlimited
                             self.limited = False
                         retry_at = 0.0 if granted else time.monotonic() + retry

@@ -30,6 +30,17 @@ from pathlib import Path
 _PR_SET_PDEATHSIG = 1
 
 
+def quiet_prefect() -> None:
+    """Prefect's settings for a command that runs a flow, set before Prefect is imported
+    (unless the environment sets them): no telemetry, warnings only, and time for the
+    temporary server to start."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    # the temporary server takes 15-30 s here, longer on a loaded machine (default: 20 s)
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -15,16 +15,13 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from flows.cli_data import (
-    cmd_card,
-    cmd_query,
-    cmd_stats,
-    dataset_manifest,
-    hold_for_run,
-    resume_settings,
-)
+from flows.cli_data import cmd_card, cmd_query, cmd_stats, hold_for_run, resume_settings
 from flows.usage import UsageError
+
+if TYPE_CHECKING:
+    from flows.summary import RunSummary
 
 EXIT_USAGE = 2
 EXIT_CORRUPT = 3
@@ -50,14 +47,6 @@ def _positive(text: str) -> int:
     return value
 
 
-def _quiet_prefect() -> None:
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("DO_NOT_TRACK", "1")
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    # the temporary server takes 15-30 s here, longer on a loaded machine (default: 20 s)
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-
-
 def _ecosystem(ref: str):
     from environments.ecosystems import EcosystemError, load_ecosystem
 
@@ -81,7 +70,8 @@ def _ecosystem_refs(args: argparse.Namespace) -> list[str]:
 
 def _settings(args: argparse.Namespace):
     from flows.settings import RunSettings
-    from tasks.publish import check_writable
+    from tasks.dataset import Dataset
+    from tasks.dataset.writer import check_writable
 
     refs = _ecosystem_refs(args)
     names = [_ecosystem(ref).name for ref in refs]
@@ -93,7 +83,7 @@ def _settings(args: argparse.Namespace):
     except OSError as exc:
         raise UsageError(f"cannot write the dataset to --data {args.data}: "
                          f"{exc.strerror or exc}; choose a writable folder") from None
-    dataset_manifest(args.data)
+    Dataset(args.data).manifest()  # a newer or unreadable dataset: one line, exit 2
     max_repairs = 2 if args.max_repairs is None else args.max_repairs
     return RunSettings(tasks=args.tasks or 20, seed=args.seed or 0, data=args.data,
                        backend=args.backend or "auto", ecosystems=refs,
@@ -119,12 +109,13 @@ def _depth_weights(args: argparse.Namespace) -> dict[int, float]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from tasks.manifest import LOCK, dataset_lock
+    from tasks.dataset import Dataset
+    from tasks.dataset.lock import LOCK
 
     _check_runner(args)
     with contextlib.ExitStack() as hold:
         if (args.data / LOCK).is_file():  # an existing dataset: lock it before anything else
-            hold.enter_context(dataset_lock(args.data, lend=True))
+            hold.enter_context(Dataset(args.data).lock(lend=True))
         run_id, settings = resume_settings(args) if args.resume else (None, _settings(args))
         return _run(args, run_id, settings, hold)
 
@@ -132,8 +123,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
          hold: contextlib.ExitStack) -> int:
     """The run, once its input is checked; ``hold`` keeps the dataset lock until it ends."""
-    from environments.config import docker_available
-    from tasks.manifest import DatasetError
+    from environments.docker.config import docker_available
+    from tasks.dataset import DatasetError
 
     backend = settings.backend
     if backend != "local" and not docker_available():
@@ -150,19 +141,20 @@ def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
         print(f"warning: {message}", file=sys.stderr)
 
     settings = settings.runnable_on(backend, left_out)
-    _quiet_prefect()
+    from flows.api_server import quiet_prefect, start_temporary_server
+
+    quiet_prefect()
     server = None
     if not os.environ.get("PREFECT_API_URL"):
         print("prefect: no PREFECT_API_URL set, starting a temporary local API server "
               "(about 15 s; set PREFECT_API_URL to use a running server)", file=sys.stderr)
-        from flows.api_server import start_temporary_server
 
         server = start_temporary_server()  # in its own session: Ctrl-C is ours to handle
     from environments.ecosystems.usercode import UserCodeError
     from flows.api_server import ServerError
     from flows.factory import plan_ahead, run_factory
-    from flows.provenance import new_run_id
     from flows.providers import close_run
+    from tasks.dataset.provenance import new_run_id
     from tasks.plan import PlanningError
 
     resume = run_id is not None
@@ -187,9 +179,14 @@ def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
         raise UsageError(f"planning failed: {exc}; fix the ecosystem") from None
     except ServerError as exc:
         raise UsageError(str(exc)) from None
+    return _report(summary, settings.data, resume)
+
+
+def _report(summary: RunSummary, data: Path, resume: bool) -> int:
+    """Print what a run did; its exit code."""
     if summary.skipped == summary.candidates and not resume:
         print(f"run {summary.run_id}: nothing to do: all {summary.candidates} candidates of "
-              f"this config (hash {summary.config_hash}) are already in {settings.data}; "
+              f"this config (hash {summary.config_hash}) are already in {data}; "
               "nothing written")
         return 0
     rejected = ", ".join(f"{k}={v}" for k, v in sorted(summary.rejected.items())) or "none"
@@ -208,10 +205,10 @@ def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
     if summary.errored:
         print(f"errored: {summary.errored} candidates, stopped by the infrastructure (engine "
               "or Prefect API), not rejected; the run is unfinished: run them again with "
-              f"`taskfactory run --resume --data {settings.data}`")
-    print(f"dataset: {settings.data}/ (tables: tasks, trajectories, steps, attempts, runs; "
-          f"card: {settings.data}/README.md)")
-    print(f'try: taskfactory query "{EXAMPLE_QUERY}" --data {settings.data}')
+              f"`taskfactory run --resume --data {data}`")
+    print(f"dataset: {data}/ (tables: tasks, trajectories, steps, attempts, runs; "
+          f"card: {data}/README.md)")
+    print(f'try: taskfactory query "{EXAMPLE_QUERY}" --data {data}')
     return EXIT_ERRORED if summary.errored else 0
 
 
@@ -234,7 +231,7 @@ def _check_runner(args: argparse.Namespace) -> None:
 
 
 def cmd_export_sft(args: argparse.Namespace) -> int:
-    from flows.export_sft import ExportError, export_sft
+    from tasks.dataset.sft import ExportError, export_sft
 
     try:
         n = export_sft(args.data, args.out, args.format, args.supervision, args.action_space,
@@ -262,8 +259,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from flows.api_server import quiet_prefect
+
     settings = _settings(args)
-    _quiet_prefect()
+    quiet_prefect()
     from prefect.types.entrypoint import EntrypointType
 
     from flows.factory import factory
@@ -297,19 +296,8 @@ def _run_options(p: argparse.ArgumentParser) -> None:
                    help="rows per table that trigger a shard commit (default 500)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="taskfactory", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    run = sub.add_parser("run", help="generate tasks in a one-off flow run")
-    _run_options(run)
-    run.add_argument("--resume", nargs="?", const=True, metavar="RUN_ID",
-                     help="continue an interrupted run (default: the newest) with its "
-                          "recorded settings")
-    run.add_argument("--runner", choices=["threads", "dask"], default="threads",
-                     help="where candidates run: a thread pool here, or a Dask cluster")
-    run.add_argument("--address", metavar="tcp://HOST:PORT",
-                     help="the Dask scheduler (default with --runner dask: a local cluster)")
-    run.set_defaults(func=cmd_run)
+def _dataset_parsers(sub: argparse._SubParsersAction) -> None:
+    """``query``, ``stats`` and ``card``: the commands that read a dataset."""
     query = sub.add_parser("query", help="SQL over the dataset (DuckDB)")
     query.add_argument("sql")
     query.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
@@ -327,6 +315,22 @@ def build_parser() -> argparse.ArgumentParser:
     card = sub.add_parser("card", help="rewrite the dataset card (README.md + plots)")
     card.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
     card.set_defaults(func=cmd_card)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="taskfactory", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    run = sub.add_parser("run", help="generate tasks in a one-off flow run")
+    _run_options(run)
+    run.add_argument("--resume", nargs="?", const=True, metavar="RUN_ID",
+                     help="continue an interrupted run (default: the newest) with its "
+                          "recorded settings")
+    run.add_argument("--runner", choices=["threads", "dask"], default="threads",
+                     help="where candidates run: a thread pool here, or a Dask cluster")
+    run.add_argument("--address", metavar="tcp://HOST:PORT",
+                     help="the Dask scheduler (default with --runner dask: a local cluster)")
+    run.set_defaults(func=cmd_run)
+    _dataset_parsers(sub)
     plan = sub.add_parser("plan", help="plan graphs and report their diversity (runs nothing)")
     plan.add_argument("--ecosystem", default="files", help="built-in name or folder")
     plan.add_argument("--n", type=_positive, default=1000, help="graphs to plan")
@@ -348,9 +352,8 @@ def build_parser() -> argparse.ArgumentParser:
     sft.add_argument("--out", type=Path, required=True, help="JSONL file to write")
     sft.add_argument("--data", type=Path, default=Path("data"))
     sft.set_defaults(func=cmd_export_sft)
-    from flows.check_harbor import add_check_parser
+    from flows.cli_harbor import add_check_parser, add_export_parser
     from flows.cli_repair import add_repair_parsers
-    from flows.export_harbor import add_export_parser
 
     add_export_parser(targets)
     add_check_parser(sub)
@@ -367,8 +370,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run one command; its exit code, or :data:`EXIT_CORRUPT` when it succeeded but had to
     leave corrupt shards out (each was named on stderr with the repair command)."""
-    from tasks.checksums import take_excluded
-    from tasks.manifest import DatasetError
+    from tasks.dataset import DatasetError
+    from tasks.dataset.checksums import take_excluded
 
     take_excluded()
     try:

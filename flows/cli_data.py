@@ -1,14 +1,17 @@
 """The commands that read a dataset (query, stats, card) and the dataset checks of ``run``.
 
-None of them imports Prefect or Docker (``card`` imports matplotlib).  Every problem is a
-:class:`flows.usage.UsageError` or a :class:`tasks.manifest.DatasetError`: one line, exit
-code 2, nothing written.
+Thin: parse, call :class:`tasks.dataset.Dataset`, print.  None of them imports Prefect or
+Docker (``card`` imports matplotlib).  Every problem is a :class:`flows.usage.UsageError`
+or a :class:`tasks.dataset.DatasetError`: one line, exit code 2, nothing written.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
+import io
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,37 +22,27 @@ OUTPUT_OPTIONS = ["tasks", "seed", "backend", "ecosystem", "depth_weights", "max
 """Run options that --resume takes from the recorded run instead."""
 
 
-def dataset_manifest(data: Path):
-    """The manifest of ``data`` (empty when new); a newer or broken dataset is a UsageError."""
-    from tasks.manifest import DatasetError, load_manifest
-
-    try:
-        return load_manifest(data)
-    except DatasetError as exc:
-        raise UsageError(str(exc)) from None
-
-
 @contextlib.contextmanager
 def hold_for_run(data: Path) -> Iterator[None]:
     """Hold ``data``'s writer lock for a run (unless this process holds it already), lent
     to the flow the run starts (which re-enters it), and make the checks every writer
     makes: a dataset another process writes, or one that is corrupt or holds shards its
     manifest cannot account for, raises DatasetError before anything is written."""
-    from tasks.manifest import dataset_lock, holds, open_for_writing
+    from tasks.dataset import Dataset
 
+    dataset = Dataset(data)
     with contextlib.ExitStack() as stack:
-        if not holds(data):
-            stack.enter_context(dataset_lock(data, lend=True))
-        with open_for_writing(data):
+        if not dataset.holds_lock():
+            stack.enter_context(dataset.lock(lend=True))
+        with dataset.writable():
             pass
         yield
 
 
 def resume_settings(args: argparse.Namespace):
     """(run id, settings) of the run that ``--resume`` continues."""
-    from flows.runs import resumable
     from flows.settings import RunSettings
-    from tasks.manifest import DatasetError
+    from tasks.dataset import Dataset, DatasetError
 
     given = [f"--{o.replace('_', '-')}" for o in OUTPUT_OPTIONS if getattr(args, o)
              not in (None, False)]
@@ -58,41 +51,24 @@ def resume_settings(args: argparse.Namespace):
                          f"{', '.join(given)}")
     if not (args.data / "_manifest.json").exists():
         raise UsageError(f"--resume: no dataset at {args.data}; start a run without --resume")
-    manifest = dataset_manifest(args.data)
     try:
-        run_id = resumable(manifest, str(args.data), None if args.resume is True else args.resume)
+        run_id, recorded = Dataset(args.data).resumable(
+            None if args.resume is True else args.resume)
     except DatasetError as exc:
         raise UsageError(str(exc)) from None
-    recorded = manifest.runs[run_id].settings
     return run_id, RunSettings.model_validate(
         {**recorded, "data": args.data, "workers": args.workers or recorded["workers"],
          "shard_rows": args.shard_rows or recorded["shard_rows"]})
 
 
-def _connect(args: argparse.Namespace):
-    """DuckDB views over ``--data`` (every shard's sha256 checked; see
-    :func:`flows.query.connect`); UsageError when there is no dataset, DatasetError when
-    it is unreadable or newer."""
-    from flows.query import connect
-
-    _require_dataset(args.data)
-    return connect(args.data)
-
-
-def _require_dataset(data: Path) -> None:
-    if not data.is_dir():
-        raise UsageError(f"no dataset at {data}; create one with "
-                         f"`taskfactory run --data {data}`")
-
-
 def cmd_query(args: argparse.Namespace) -> int:
     import duckdb
 
-    from flows.query import ReadOnlyError, format_rows, run_query
+    from tasks.dataset import Dataset, ReadOnlyError
 
-    _require_dataset(args.data)
+    dataset = Dataset.open(args.data)
     try:
-        columns, rows = run_query(args.data, args.sql)
+        columns, rows = dataset.query(args.sql)
     except ReadOnlyError as exc:
         raise UsageError(f"query: {exc}") from None
     except duckdb.PermissionException as exc:
@@ -105,31 +81,46 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from flows.stats import report
-    from flows.stats_instructions import instruction_stats
+    from tasks.dataset import Dataset
 
-    con = _connect(args)
-    try:
-        if args.format == "json":
-            print(instruction_stats(con).model_dump_json(indent=2))
-        else:
-            print(report(con), end="")
-    finally:
-        con.close()
+    dataset = Dataset.open(args.data)
+    if args.format == "json":
+        print(dataset.instruction_stats().model_dump_json(indent=2))
+    else:
+        print(dataset.report(), end="")
     return 0
 
 
 def cmd_card(args: argparse.Namespace) -> int:
-    from flows.card import write_card
-    from tasks.manifest import DatasetError, dataset_lock
+    from tasks.dataset import Dataset
 
-    con = _connect(args)
-    try:
-        with dataset_lock(args.data):
-            path = write_card(args.data, con)
-    except DatasetError as exc:
-        raise UsageError(str(exc)) from None
-    finally:
-        con.close()
+    dataset = Dataset.open(args.data)
+    with dataset.lock():
+        path, _ = dataset.write_card()
     print(f"dataset card: {path} (plots in {args.data / 'plots'})")
     return 0
+
+
+def format_rows(columns: list[str], rows: list[tuple], fmt: str, max_width: int = 60) -> str:
+    """Query results for the terminal: an aligned table with cells cut at ``max_width``,
+    CSV, or one JSON object per row."""
+    if fmt == "json":
+        return "\n".join(json.dumps(dict(zip(columns, r, strict=True)), default=str)
+                         for r in rows)
+    if fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")  # not the module's default CRLF
+        writer.writerow(columns)
+        writer.writerows(rows)
+        return buf.getvalue().rstrip("\n")
+
+    def cell(v: object) -> str:
+        s = "NULL" if v is None else str(v).replace("\n", "\\n")
+        return s if len(s) <= max_width else s[: max_width - 1] + "…"
+
+    cells = [[cell(v) for v in r] for r in rows]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    line = lambda vals: " | ".join(v.ljust(w) for v, w in zip(vals, widths, strict=True))  # noqa: E731
+    out = [line(columns), "-+-".join("-" * w for w in widths)] + [line(r) for r in cells]
+    out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+    return "\n".join(out)

@@ -2,7 +2,7 @@
 folder and the only one that deletes from it.
 
 ``repair`` holds the dataset lock throughout.  It quarantines corrupt commits and rebuilds
-a missing or older manifest (:mod:`tasks.dataset_repair`, which imports neither Prefect
+a missing or older manifest (:mod:`tasks.dataset.repair`, which imports neither Prefect
 nor Docker), then re-runs the quarantined candidates of complete runs: a flow run of the
 owning run with its recorded settings, restricted to those candidates (only then are
 Prefect and the sandbox backend imported).  What is still to re-run is recorded in the
@@ -16,8 +16,12 @@ import signal
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from flows.usage import UsageError
+
+if TYPE_CHECKING:
+    from tasks.dataset import Dataset
 
 
 def add_repair_parsers(sub: argparse._SubParsersAction) -> None:
@@ -36,18 +40,13 @@ def add_repair_parsers(sub: argparse._SubParsersAction) -> None:
     vacuum.set_defaults(func=cmd_vacuum)
 
 
-def _require(data: Path) -> None:
-    if not data.is_dir():
-        raise UsageError(f"no dataset at {data}; pass the dataset folder with --data")
-
-
 def cmd_repair(args: argparse.Namespace) -> int:
-    from tasks.dataset_repair import apply_repair, existing_shards, plan_repair
-    from tasks.manifest import dataset_lock, load_manifest, open_for_writing, save_manifest
+    from tasks.dataset import Dataset
+    from tasks.dataset.repair import apply_repair, existing_shards, plan_repair, rerun_done
 
-    data = args.data
-    _require(data)
-    with dataset_lock(data, lend=True):
+    dataset = Dataset.open(args.data)
+    data = dataset.path
+    with dataset.lock(lend=True):
         plan = plan_repair(data)
         for note in plan.notes:
             print(f"  {note}")
@@ -66,31 +65,29 @@ def cmd_repair(args: argparse.Namespace) -> int:
             print(f"run {run_id} is unfinished: `taskfactory run --resume {run_id} --data "
                   f"{data}` runs its {n} lost candidates with the rest")
         for run_id in list(plan.manifest.pending):
-            _rerun(data, run_id, plan.manifest.pending[run_id])
-            manifest = load_manifest(data)
-            manifest.pending.pop(run_id, None)
-            save_manifest(data, manifest)
-        with open_for_writing(data):  # every check a writer makes now passes
+            _rerun(dataset, run_id, plan.manifest.pending[run_id])
+            rerun_done(data, run_id)
+        with dataset.writable():  # every check a writer makes now passes
             pass
     print(f"repair {data}: done; the dataset is consistent "
-          f"({len(load_manifest(data).shards)} shards listed, every sha256 verified)")
+          f"({len(dataset.manifest().shards)} shards listed, every sha256 verified)")
     return 0
 
 
-def _rerun(data: Path, run_id: str, ids: list[str]) -> None:
+def _rerun(dataset: Dataset, run_id: str, ids: list[str]) -> None:
     """Run ``ids`` of the complete run ``run_id`` again with its recorded settings."""
-    from environments.config import docker_available
-    from flows.cli import _quiet_prefect
+    from environments.docker.config import docker_available
+    from flows.api_server import quiet_prefect
     from flows.settings import RunSettings
-    from tasks.manifest import load_manifest
 
-    settings = RunSettings.model_validate({**load_manifest(data).runs[run_id].settings,
+    data = dataset.path
+    settings = RunSettings.model_validate({**dataset.manifest().runs[run_id].settings,
                                            "data": data})
     if settings.backend == "docker" and not docker_available():
         raise UsageError(f"run {run_id} ran on the docker backend and no Docker daemon "
                          "answers; start one (make engine) and repair again")
     print(f"re-running {len(ids)} candidates of run {run_id} with its recorded settings")
-    _quiet_prefect()
+    quiet_prefect()
     from flows.factory import run_factory
     from flows.providers import close_run
 
@@ -107,22 +104,17 @@ def _rerun(data: Path, run_id: str, ids: list[str]) -> None:
 
 
 def cmd_vacuum(args: argparse.Namespace) -> int:
-    from tasks.manifest import open_for_writing, save_manifest
-    from tasks.vacuum import delete, parse_duration, to_delete
+    from tasks.dataset import Dataset
+    from tasks.dataset.vacuum import parse_duration, vacuum
 
     try:
         seconds = parse_duration(args.older_than)
     except ValueError as exc:
         raise UsageError(f"--older-than: {exc}") from None
-    _require(args.data)
-    with open_for_writing(args.data) as manifest:
-        doomed = to_delete(args.data, manifest, seconds, args.quarantine)
-        verb = "would delete" if args.dry_run else "deleting"
-        for d in doomed:
-            print(f"{verb} {d.path} ({d.why}, {d.bytes} bytes, {d.age_s / 3600:.1f} h old)")
-        if doomed and not args.dry_run:
-            delete(args.data, manifest, doomed)
-            save_manifest(args.data, manifest)
+    verb = "would delete" if args.dry_run else "deleting"
+    doomed = vacuum(Dataset.open(args.data).path, seconds, args.quarantine, args.dry_run,
+                    announce=lambda d: print(f"{verb} {d.path} ({d.why}, {d.bytes} bytes, "
+                                             f"{d.age_s / 3600:.1f} h old)"))
     total = sum(d.bytes for d in doomed)
     print(f"vacuum {args.data}: {len(doomed)} files ({total} bytes) older than "
           f"{args.older_than} {'would be deleted (--dry-run)' if args.dry_run else 'deleted'}")

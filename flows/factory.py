@@ -1,8 +1,11 @@
 """The factory flow: plan candidates, run one Prefect task per candidate, write shards.
 
-Wiring only — what runs, in what order, with what concurrency.  The stages live in
-``tasks/``; the per-candidate pipeline in :mod:`flows.candidate`; dedup and provenance in
-:mod:`flows.recorder`; resume and rerun semantics in :mod:`flows.runs`.
+Wiring only — what runs, in what order, with what concurrency: settings and backends,
+plan, open the run on the dataset, submit, consume in order, finish, report.  The stages
+live in ``tasks/`` and run in the order of :mod:`tasks.pipeline`, wired per candidate in
+:mod:`flows.candidate`; what the run writes — what it skips, dedup, provenance, commits,
+how a run finishes or fails — in :mod:`tasks.dataset` (:class:`tasks.dataset.Dataset`,
+:mod:`tasks.dataset.run_writer`).
 
 Candidates start in index order, ``workers`` at a time and each with a slot of the
 server's ``sandbox`` limit when there is one (:mod:`flows.admission`), with at most
@@ -17,98 +20,53 @@ process from a pickled copy of :func:`factory`, which carries the globals its co
 but not those its annotations name, and Prefect validates the parameters against them.
 """
 
-import collections
-import contextlib
 import hashlib
 import itertools
-import json
 import logging
 import shutil
 import time
-from datetime import UTC, datetime
 from pathlib import Path
+from typing import cast
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import INPUTS, TASK_SOURCE
 from prefect.filesystems import LocalFileSystem
 from prefect.futures import PrefectFuture
 from prefect.runtime import flow_run
 from prefect.states import State
-from pydantic import BaseModel
 
-from environments.config import resolve_backend
+from environments.config import BackendConfig
+from environments.registry import resolve_backend
 from environments.sandbox import SandboxError
-from flows import heap, runs, ui
+from flows import heap, ui
 from flows.admission import Admission
-from flows.candidate import (
-    BackendConfig,
-    Outcome,
-    backend_for,
-    build_candidate,
-    ecosystem,
-    engine_failure,
-)
+from flows.candidate import build_candidate, ecosystem, engine_failure
 from flows.infrastructure import retried
-from flows.interrupts import keyboard_interrupts
 from flows.parameters import effective_settings
 from flows.planned import PlannedCandidates
 from flows.progress import Progress
-from flows.provenance import (
-    RunIdentity,
-    config_hash,
-    generator_version,
-    image_id,
-    llm_identity,
-    new_run_id,
-)
-from flows.providers import close_run, open_run, provider_for, run_closed
-from flows.query import connect
-from flows.recorder import Recorder
-from flows.run_failure import failed_on_error
+from flows.providers import close_run, image_id, open_run, provider_for, run_closed
 from flows.runners import Runner, chosen_runner, make_task_runner
 from flows.settings import RunSettings
+from flows.summary import RunSummary, summarize
 from schemas.graph import Candidate
-from schemas.records import RunRow
-from tasks.dedup import DedupIndex
-from tasks.manifest import open_for_writing, save_manifest
+from schemas.records import InstructionStyle
+from tasks.dataset import Dataset
+from tasks.dataset.dedup import DedupIndex
+from tasks.dataset.provenance import RunIdentity, config_hash, llm_identity, new_run_id
+from tasks.dataset.run_writer import RunWriter
+from tasks.dataset.runs import RunTally
+from tasks.pipeline import Outcome
 from tasks.plan import iter_candidates
-from tasks.publish import ShardWriter
 
 WINDOW_PER_WORKER = 4
 RESULTS = ".results"
 """Prefect result storage inside the dataset folder; removed when no run is unfinished."""
 
 
-class RunSummary(BaseModel):
-    data: str
-    """The dataset folder's absolute path on ``host``."""
-    host: str
-    """The machine the flow ran on (where ``data`` is)."""
-    run_id: str
-    backend: str
-    runner: str
-    """``threads``, or ``dask`` and the scheduler's address."""
-    candidates: int
-    skipped: int
-    """Already in the dataset under the same config: not run again."""
-    accepted: int
-    accepted_without_repair: int
-    rejected: dict[str, int]
-    errored: int = 0
-    """Stopped by the infrastructure (engine, Prefect API), neither accepted nor rejected:
-    the run stays unfinished, and ``--resume`` runs them again."""
-    duplicates: int
-    ecosystems: dict[str, runs.EcosystemYield]
-    duplicates_replanned: int
-    resumed: bool
-    seconds: float
-    write_s: float
-    config_hash: str
-
-
 def run_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendConfig,
-                  run_id: str, max_repairs: int, instruction_style: str,
+                  run_id: str, max_repairs: int, instruction_style: InstructionStyle,
                   config_hash: str) -> State:
     """:func:`flows.candidate.build_candidate`, ending in a state named after its outcome
     (:func:`flows.ui.outcome_state`; the result is the :class:`Outcome`).  ``config_hash``
@@ -128,12 +86,12 @@ def run_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendConf
 
 
 candidate_task = task(
-    run_candidate, name="candidate", task_run_name=ui.CANDIDATE_RUN_NAME,
+    name="candidate", task_run_name=ui.CANDIDATE_RUN_NAME,
     retries=2, retry_delay_seconds=1, cache_policy=INPUTS + TASK_SOURCE, persist_result=True,
     cache_result_in_memory=False,
     retry_condition_fn=lambda _task, _run, state: isinstance(
         state.result(raise_on_failure=False), SandboxError),
-)
+)(run_candidate)
 """Cached on its inputs, which include the run id: a resumed run reuses the outcomes its
 killed predecessor had computed but not yet committed; other runs never share them.
 Results live on disk only: Prefect's in-memory result cache (1,000 entries) would hold
@@ -193,16 +151,48 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
     t0 = time.perf_counter()
     settings = effective_settings(settings)
     kind, address = chosen_runner(runner, address)
-    placement = f"{kind} {address}" if address else str(kind)
     run_id = run_id or new_run_id()
     ui.name_flow_run(run_id, settings.seed)
     base = resolve_backend(settings.backend)
     settings = settings.runnable_on(base.type, logger.warning)
+    placement = f"{kind} {address}" if address else str(kind)
+    refs, images, identity, index = _run_identity(settings, base, run_id)
+    chash = identity.config_hash
+    ahead = _ahead.pop(_plan_key(settings), None)
+    plan, replanned = ahead if ahead is not None else plan_run(settings)
+    dataset = Dataset(settings.data, warn=logger.warning)
+    with dataset.run(identity, settings.model_dump(mode="json"), images, index,
+                     repair=only is not None) as run:
+        todo, planned = plan.without(run.held, keep=only), len(plan)
+        del plan  # only the candidates still to run are kept
+        logger.info("run %s: %d candidates of %s on the %s backend, %d already in the "
+                    "dataset, flow run %s", run_id, planned, ", ".join(refs),
+                    base.type, planned - len(todo), flow_run.get_id())
+        if not todo and not resume:  # a repeated run adds nothing, not even a runs row
+            return summarize(settings, run_id, base.type, placement, planned, chash, replanned,
+                             False, t0, 0.0, RunTally())
+        run.begin()
+        tally = _consume(run, todo, planned, settings, refs, base, kind, address)
+        if not tally.errored:  # else unfinished: a resume runs the errored candidates again
+            if run.no_run_unfinished:
+                shutil.rmtree(settings.data / RESULTS, ignore_errors=True)  # nothing to resume
+            heap.release()  # the report reads the whole dataset: start it from a trimmed heap
+            _, markdown = dataset.write_card()
+            create_markdown_artifact(key="taskfactory-dataset-report", markdown=markdown,
+                                     description=f"dataset {settings.data} after run {run_id}")
+    return summarize(settings, run_id, base.type, placement, planned, chash, replanned, resume,
+                     t0, run.write_s, tally)
+
+
+def _run_identity(settings: RunSettings, base: BackendConfig, run_id: str
+                  ) -> tuple[dict[str, str], dict[str, str | None], RunIdentity, DedupIndex]:
+    """Ecosystem refs by name, image id per ecosystem, the run's identity (its config
+    hash covers everything that changes outputs) and the dedup index whose policy it
+    names."""
     refs = {ecosystem(ref).name: ref for ref in settings.ecosystems}
     if len(refs) != len(settings.ecosystems):
         raise ValueError(f"two of the ecosystems {settings.ecosystems} share a name")
-    backends = {name: backend_for(ecosystem(ref), base) for name, ref in refs.items()}
-    images = {name: image_id(b) for name, b in backends.items()}
+    images = {name: image_id(base.for_ecosystem(ecosystem(ref))) for name, ref in refs.items()}
     llm = llm_identity()
     index = DedupIndex()
     chash = config_hash(
@@ -210,92 +200,40 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
         backend=base.type, seed=settings.seed, depth_weights=settings.depth_weights,
         max_repairs=settings.max_repairs, instruction_style=settings.instruction_style, llm=llm,
         dedup=index.policy)
-    data = settings.data
-    plan, replanned = _ahead.pop(_plan_key(settings), None) or plan_run(settings)
-    with open_for_writing(data, warn=logger.warning) as manifest, \
-            failed_on_error(data) as run:
-        with keyboard_interrupts():  # Ctrl-C while DuckDB reads the dataset is still Ctrl-C
-            con = connect(data, warn=logger.warning)
-            held = runs.held_candidates(con, chash)
-            index.add_all(runs.indexed_tasks(con))
-            con.close()
-        todo, planned = plan.without(held, keep=only), len(plan)
-        del plan  # only the candidates still to run are kept
-        logger.info("run %s: %d candidates of %s on the %s backend, %d already in the "
-                    "dataset, flow run %s", run_id, planned, ", ".join(refs),
-                    base.type, planned - len(todo), flow_run.get_id())
-        if not todo and not resume:  # a repeated run adds nothing, not even a runs row
-            return _summary(settings, run_id, base.type, placement, planned, chash, replanned,
-                            False, t0, 0.0, runs.RunTally())
-        entry = runs.begin(manifest, run_id, settings.model_dump(mode="json"), chash,
-                           flow_run.get_id(), repair=only is not None)
-        save_manifest(data, manifest)
-        run.run_id = run_id
-        identity = RunIdentity(run_id=run_id, flow_run_id=flow_run.get_id(), config_hash=chash,
-                               llm_model=llm[0], llm_params=llm[1])
-        recorder = Recorder(identity, images, index)
-        writer = ShardWriter(data, manifest, run_id, max_rows=settings.shard_rows)
-        one = candidate_task.with_options(result_storage=_result_storage(data))
-        open_run(run_id)
-        reaped = provider_for(base, run_id).reap(None)  # one engine for every image
-        if reaped:
-            logger.warning("reaped %d orphaned sandboxes from dead runs", reaped)
-        write_s = 0.0
-        progress = Progress(len(todo), run_id)
-        stack = contextlib.ExitStack()
-        try:
-            task_runner = stack.enter_context(make_task_runner(kind, settings.workers, address))
+    identity = RunIdentity(run_id=run_id, flow_run_id=flow_run.get_id(), config_hash=chash,
+                           llm_model=llm[0], llm_params=llm[1])
+    return refs, images, identity, index
 
+
+def _consume(run: RunWriter, todo: PlannedCandidates, planned: int, settings: RunSettings,
+             refs: dict[str, str], base: BackendConfig, kind: Runner, address: str | None
+             ) -> RunTally:
+    """Submit the candidates, record their outcomes in index order, finish the run."""
+    logger = get_run_logger()
+    one = candidate_task.with_options(result_storage=_result_storage(settings.data))
+    open_run(run.run_id)
+    reaped = provider_for(base, run.run_id).reap(None)  # one engine for every image
+    if reaped:
+        logger.warning("reaped %d orphaned sandboxes from dead runs", reaped)
+    progress = Progress(len(todo), run.run_id)
+    try:
+        with make_task_runner(kind, settings.workers, address) as task_runner:
             def submit(c: Candidate) -> PrefectFuture:
                 return task_runner.submit(one, {
                     "candidate": c, "ecosystem_ref": refs[c.ecosystem], "backend": base,
-                    "run_id": run_id, "max_repairs": settings.max_repairs,
-                    "instruction_style": settings.instruction_style, "config_hash": chash})
+                    "run_id": run.run_id, "max_repairs": settings.max_repairs,
+                    "instruction_style": settings.instruction_style,
+                    "config_hash": run.identity.config_hash})
 
             for c, result in Admission(todo, submit, settings.workers,
                                        WINDOW_PER_WORKER * settings.workers, flow_run.get_id()):
                 outcome = result if isinstance(result, Outcome) else engine_failure(
-                    c, c.ecosystem, base.type, run_id, result)
-                t_write = time.perf_counter()
-                group = recorder.record(outcome)
-                writer.add_group(group)
-                write_s += time.perf_counter() - t_write
-                progress.done(any(table == "tasks" for table, _ in group))
-            t_write = time.perf_counter()
-            writer.commit()
-            write_s += time.perf_counter() - t_write
-        finally:
-            stack.close()
-            progress.close()
-            close_run(run_id)
-        with keyboard_interrupts():
-            con = connect(data, warn=logger.warning)
-            tally = runs.tally(con, run_id)
-        if tally.errored:  # unfinished: a resume runs the errored candidates again
-            con.close()
-            logger.warning("%d candidates errored (infrastructure); the run stays "
-                           "unfinished", tally.errored)
-            return _summary(settings, run_id, base.type, placement, planned, chash, replanned,
-                            resume, t0, write_s, tally)
-        entry.status = "complete"  # committed with the runs row, in one manifest update
-        writer.add_group(runs.unless_recorded(con, run_id, [("runs", RunRow(
-            run_id=run_id, flow_run_id=flow_run.get_id(), config_hash=chash,
-            settings_json=json.dumps({**settings.model_dump(mode="json"), "images": images}),
-            generator_version=generator_version(), status="complete",
-            started_at=datetime.fromisoformat(entry.started_at), finished_at=datetime.now(UTC),
-            resumes=entry.resumes, candidates=planned,
-            skipped=planned - tally.attempts, accepted=tally.accepted,
-            rejected=tally.attempts - tally.accepted, duplicates=tally.duplicates,
-            provenance=identity.provenance(seed=settings.seed, image_id=None)))]))
-        con.close()
-        writer.commit()
-        save_manifest(data, manifest)  # the status too when a repair wrote no runs row
-        if all(e.status == "complete" for e in manifest.runs.values()):
-            shutil.rmtree(data / RESULTS, ignore_errors=True)  # nothing left to resume
-        heap.release()  # the report reads the whole dataset: start it from a trimmed heap
-        _publish_report(data, run_id, logger)
-    return _summary(settings, run_id, base.type, placement, planned, chash, replanned, resume,
-                    t0, write_s, tally)
+                    c, c.ecosystem, base.type, run.run_id, cast(BaseException, result))
+                progress.done(run.record(outcome))
+            return run.finish(planned)
+    finally:
+        progress.close()
+        close_run(run.run_id)
 
 
 def _result_storage(data: Path) -> LocalFileSystem:
@@ -305,54 +243,6 @@ def _result_storage(data: Path) -> LocalFileSystem:
     block = LocalFileSystem(basepath=str(folder))
     block.save(name, overwrite=True)
     return block
-
-
-@keyboard_interrupts()
-def _publish_report(data: Path, run_id: str, logger: logging.Logger) -> None:
-    """The dataset card (README.md + plots) and the same report as a markdown artifact."""
-    from flows.card import write_card
-    from flows.stats import report
-
-    # The report reads the whole dataset: one thread (the report is Python-bound anyway)
-    # and a memory limit keep its peak flat in the dataset's size.
-    con = connect(data, warn=logger.warning, settings={"threads": 1, "memory_limit": "256MB"})
-    try:
-        markdown = report(con)
-        write_card(data, con, markdown)
-        create_markdown_artifact(key="taskfactory-dataset-report", markdown=markdown,
-                                 description=f"dataset {data} after run {run_id}")
-    finally:
-        con.close()
-
-
-def _summary(settings: RunSettings, run_id: str, backend: str, runner: str, candidates: int,
-             chash: str, replanned: int, resumed: bool, t0: float, write_s: float,
-             tally: runs.RunTally) -> RunSummary:
-    rejected: collections.Counter[str] = collections.Counter()
-    for y in tally.ecosystems.values():
-        rejected.update(y.rejected)
-    host, path = ui.dataset_location(settings.data)
-    summary = RunSummary(
-        data=path, host=host, run_id=run_id, backend=backend, runner=runner,
-        candidates=candidates,
-        skipped=candidates - tally.attempts, accepted=tally.accepted,
-        accepted_without_repair=sum(y.accepted_without_repair for y in tally.ecosystems.values()),
-        rejected=dict(rejected), errored=tally.errored, duplicates=tally.duplicates,
-        ecosystems=tally.ecosystems,
-        duplicates_replanned=replanned, resumed=resumed,
-        seconds=round(time.perf_counter() - t0, 2), write_s=round(write_s, 3),
-        config_hash=chash)
-    ui.publish_location(settings.data, run_id)
-    create_table_artifact(
-        key="taskfactory-run-summary", description=f"taskfactory run {run_id} into {host}:{path}",
-        table=[{"metric": k, "value": str(v)} for k, v in summary.model_dump().items()
-               if k != "ecosystems"])
-    create_table_artifact(
-        key="taskfactory-run-yield", description=f"yield per ecosystem, run {run_id}",
-        table=[{"ecosystem": name, **y.model_dump(exclude={"rejected"}),
-                "rejected": ", ".join(f"{k}={v}" for k, v in sorted(y.rejected.items()))}
-               for name, y in tally.ecosystems.items()])
-    return summary
 
 
 def run_factory(settings: RunSettings, run_id: str | None = None, resume: bool = False,

@@ -21,9 +21,10 @@ from typing import TypeVar
 
 import httpx
 
-from environments.config import DockerConfig, LocalConfig, docker_available
-from environments.docker_faults import ENGINE_ERRORS, as_infrastructure
+from environments.config import BackendConfig
+from environments.docker.faults import ENGINE_ERRORS, as_infrastructure
 from environments.sandbox import InfrastructureError
+from schemas.records import StageName
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ class CandidateErrored(Exception):
     """A candidate stopped by infrastructure at ``stage``: ``reason`` is ``engine`` or
     ``prefect_api``, ``detail`` the exception (type, message, where it was raised)."""
 
-    def __init__(self, stage: str, reason: str, detail: str) -> None:
+    def __init__(self, stage: StageName, reason: str, detail: str) -> None:
         super().__init__(stage, reason, detail)  # all arguments: it survives pickling
         self.stage, self.reason, self.detail = stage, reason, detail
 
@@ -62,7 +63,7 @@ def infrastructure_reason(exc: BaseException) -> str | None:
     return None
 
 
-def errored(stage: str, exc: BaseException) -> CandidateErrored | None:
+def errored(stage: StageName, exc: BaseException) -> CandidateErrored | None:
     """The :class:`CandidateErrored` for ``exc`` raised at ``stage``, or None when ``exc``
     is not an infrastructure failure."""
     if isinstance(exc, CandidateErrored):
@@ -76,15 +77,13 @@ def errored(stage: str, exc: BaseException) -> CandidateErrored | None:
     return CandidateErrored(stage, reason, f"{type(exc).__name__}: {exc}{where}")
 
 
-def wait_for_engine(backend: DockerConfig | LocalConfig, max_s: float = ENGINE_WAIT_S,
+def wait_for_engine(backend: BackendConfig, max_s: float = ENGINE_WAIT_S,
                     stopping: Callable[[], bool] = lambda: False) -> bool:
     """Ping the backend's engine, backing off from 0.5 s to 10 s, until it answers (True)
     or ``max_s`` passed or ``stopping()`` (False).  The local backend has no engine: True
     at once."""
-    if not isinstance(backend, DockerConfig):
-        return True
     deadline, pause = time.monotonic() + max_s, 0.5
-    while not docker_available(timeout=3.0):
+    while not backend.available(timeout=3.0):
         if stopping() or time.monotonic() + pause > deadline:
             return False
         for _ in range(int(pause / 0.25)):  # a stopping run is noticed within 0.25 s
@@ -100,7 +99,7 @@ def engine_wait_bound() -> float:
     return float(os.environ.get("TASKFACTORY_ENGINE_WAIT_S") or ENGINE_WAIT_S)
 
 
-def retried(run: Callable[[], T], backend: DockerConfig | LocalConfig, name: str,
+def retried(run: Callable[[], T], backend: BackendConfig, name: str,
             tries: int = TRIES, engine_wait_s: float | None = None,
             stopping: Callable[[], bool] = lambda: False) -> T:
     """``run()``, run again (up to ``tries`` in all) while it fails for infrastructure

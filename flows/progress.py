@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
+from typing import TextIO, cast
+from uuid import UUID
 
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
@@ -32,8 +33,8 @@ class Progress:
         self.live = self.stream.isatty()
         self.finished = self.accepted = 0
         self.started = self._shown = time.monotonic()
-        self.artifact = create_progress_artifact(
-            0.0, key="taskfactory-progress", description=f"candidates done, run {run_id}")
+        self.artifact = cast(UUID, create_progress_artifact(  # sync here: a flow's thread
+            0.0, key="taskfactory-progress", description=f"candidates done, run {run_id}"))
 
     def line(self) -> str:
         elapsed = max(time.monotonic() - self.started, 1e-9)

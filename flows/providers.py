@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import threading
 
-from environments.config import DockerConfig, LocalConfig, make_provider
+from environments.config import BackendConfig
+from environments.registry import make_provider
 from environments.sandbox import InfrastructureError, SandboxProvider
 
 log = logging.getLogger(__name__)
@@ -15,7 +16,7 @@ _providers: dict[tuple[str, str], SandboxProvider] = {}
 _closed: set[str] = set()
 
 
-def provider_for(config: DockerConfig | LocalConfig, run_id: str) -> SandboxProvider:
+def provider_for(config: BackendConfig, run_id: str) -> SandboxProvider:
     key = (config.model_dump_json(), run_id)
     with _lock:
         if key not in _providers:
@@ -52,3 +53,17 @@ def open_run(run_id: str) -> None:
     """``run_id`` runs (again) in this process: :func:`run_closed` is False."""
     with _lock:
         _closed.discard(run_id)
+
+
+def image_id(config: BackendConfig) -> str | None:
+    """The engine's id (``sha256:...``) of a docker backend's image; None for other backends."""
+    tag = getattr(config, "image", None)
+    if config.type != "docker" or not tag:
+        return None
+    import docker
+
+    client = docker.from_env(timeout=30)
+    try:
+        return client.images.get(tag).id
+    finally:
+        client.close()

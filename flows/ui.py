@@ -16,6 +16,7 @@
 
 import socket
 from pathlib import Path
+from uuid import UUID
 
 from prefect import get_run_logger
 from prefect.artifacts import create_link_artifact
@@ -24,15 +25,17 @@ from prefect.context import TaskRunContext
 from prefect.runtime import flow_run
 from prefect.states import Completed, State
 
-from flows.candidate import Outcome
+from tasks.pipeline import Outcome
 
 CANDIDATE_RUN_NAME = "{candidate.ecosystem} #{candidate.index} {candidate.candidate_id}"
 
 
 def name_flow_run(run_id: str, seed: int) -> None:
     """Name the current flow run after the taskfactory run and its seed."""
+    flow_run_id = flow_run.get_id()
+    assert flow_run_id is not None, "name_flow_run() runs inside a flow run"
     with get_client(sync_client=True) as client:
-        client.set_flow_run_name(flow_run.get_id(), name=f"{run_id} seed {seed}")
+        client.set_flow_run_name(UUID(flow_run_id), name=f"{run_id} seed {seed}")
 
 
 def outcome_state(outcome: Outcome) -> State:

@@ -10,7 +10,7 @@ passed where a ``file.text`` is expected.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -29,7 +29,19 @@ def type_satisfies(value_type: str, param_type: str) -> bool:
     return value_type == param_type or value_type.startswith(param_type + ".")
 
 
-def _unique(items: list, what: str) -> list:
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+N = TypeVar("N", bound=_Named)
+
+
+def _all_backends() -> list[Backend]:
+    return ["docker", "local"]
+
+
+def _unique(items: list[N], what: str) -> list[N]:
     names = [i.name for i in items]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -149,7 +161,7 @@ class ToolSpec(_Strict):
     def param(self, name: str) -> Param:
         return next(p for p in self.params if p.name == name)
 
-    def json_schema(self) -> dict:
+    def json_schema(self) -> dict[str, Any]:
         """The tool as an OpenAI / Hugging Face function definition."""
         props = {p.name: {"type": p.json_type, "description": p.description} for p in self.params}
         return {
@@ -232,7 +244,7 @@ class EcosystemSpec(_Strict):
     setup: str | None = None
     """Shell command run once in the workdir after the seed files are written."""
     service: ServiceSpec | None = None
-    backends: list[Backend] = Field(default_factory=lambda: ["docker", "local"], min_length=1)
+    backends: list[Backend] = Field(default_factory=_all_backends, min_length=1)
     image: ImageSpec = Field(default_factory=ImageSpec)
     answer_file: str = "answer.txt"
     state_types: list[StateType] = Field(default_factory=list)

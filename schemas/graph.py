@@ -103,7 +103,8 @@ class WorkflowGraph(BaseModel):
         parts = []
         for s in self.steps:
             binds = sorted(
-                f"{k}={b.pattern()}" + (f"@{index[b.step]}" if b.kind == "step" else "")
+                f"{k}={b.pattern()}"
+                + (f"@{index[b.step]}" if b.kind == "step" and b.step is not None else "")
                 for k, b in s.bind.items()
             )
             parts.append(f"{s.tool}({','.join(binds)})")

@@ -21,6 +21,15 @@ SCHEMA_VERSION = 2
 Supervision = Literal["masked", "full", "actobs"]
 ActionSpace = Literal["function", "terminal"]
 InstructionStyle = Literal["goal", "step"]
+StageName = Literal["sandbox", "realize", "execute", "verify", "draft", "validate", "instruct",
+                    "trajectories", "accepted", "dedup"]
+"""Where a candidate stopped (``attempts.stage``, ``StageFailure.stage``).  The pipeline's
+stages, in order (``tasks/pipeline.py``): ``sandbox`` (open and realize the environment),
+``execute``, ``verify`` (checks, verifier, solution), ``draft`` (the template instruction),
+``validate`` (the gate), ``instruct`` (preservation, paraphrase), ``trajectories``; plus
+``realize``, a realization's own failure in whichever stage realized, ``accepted`` (every
+stage passed) and ``dedup`` (a duplicate of a task the dataset holds)."""
+AttemptStatus = Literal["accepted", "rejected", "errored"]
 LLM_SUFFIX = "+llm:"
 """Appended to a ``template_id``, with the model, when an LLM paraphrase was kept."""
 
@@ -36,7 +45,7 @@ class Provenance(BaseModel):
     generator_version: str
     """``<package version>+g<git commit>``."""
     config_hash: str
-    """Hash of every setting that changes outputs (see ``flows.provenance.config_hash``)."""
+    """Hash of every setting that changes outputs (see ``tasks.dataset.provenance.config_hash``)."""
     seed: int
     """The candidate's seed (the run seed on ``runs`` rows)."""
     image_id: str | None
@@ -54,7 +63,8 @@ class _Row(BaseModel):
 
     schema_version: int = SCHEMA_VERSION
     provenance: Provenance | None = None
-    """Required in the dataset: :class:`tasks.publish.ShardWriter` refuses rows without it."""
+    """Required in the dataset: :class:`tasks.dataset.writer.ShardWriter` refuses rows
+    without it."""
 
 
 class TaskRow(_Row):
@@ -167,8 +177,8 @@ class AttemptRow(_Row):
     shape: str
     depth: int
     fingerprint: str
-    status: Literal["accepted", "rejected", "errored"]
-    stage: str
+    status: AttemptStatus
+    stage: StageName
     reason: str
     detail: str
     task_id: str | None

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from flows.query import connect  # noqa: E402
+from tasks.dataset.query import connect  # noqa: E402
 from tasks.normalize import normalize  # noqa: E402
 
 KEYS = {"tasks": ("task_id",), "trajectories": ("trajectory_id",),

@@ -44,7 +44,7 @@ def chromium() -> str:
 
 def mixed_run(api_url: str, data: Path) -> str:
     """Run the factory on the mix; returns the flow run id."""
-    from flows.query import run_query
+    from tasks.dataset.query import run_query
 
     proc = subprocess.run([sys.executable, "-m", "flows.cli", "run", *RUN, "--data", str(data)],
                           cwd=ROOT, capture_output=True, text=True,

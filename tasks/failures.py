@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 from environments.ecosystems.usercode import UserCodeError
+from schemas.records import StageName
 
 if TYPE_CHECKING:
     from tasks.repair_llm import RepairRequest
@@ -46,7 +47,7 @@ class StageFailure(Exception):
     repairer is shown) and, for ``environment``, ``missing``: ``("command", name)`` or
     ``("path", path)`` when the error names what was missing."""
 
-    def __init__(self, stage: str, reason: Reason, detail: str,
+    def __init__(self, stage: StageName, reason: Reason, detail: str,
                  missing: tuple[str, str] | None = None) -> None:
         super().__init__(f"{stage}/{reason}: {detail}")
         self.stage = stage
@@ -60,7 +61,7 @@ class StageFailure(Exception):
         return f"{self.stage}/{self.reason}: {self.detail}"
 
 
-def user_code_failure(stage: str, exc: UserCodeError) -> StageFailure:
+def user_code_failure(stage: StageName, exc: UserCodeError) -> StageFailure:
     """The rejection for an ecosystem's own code that raised or hung: ``seed_error``,
     ``seed_timeout``, ``sampler_error`` or ``sampler_timeout``, the call and what it did."""
     kind = "sampler" if exc.what.startswith("samplers.") else "seed"

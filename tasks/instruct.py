@@ -26,6 +26,7 @@ import yaml
 from environments.ecosystems import Ecosystem
 from schemas.ecosystem import ToolSpec
 from schemas.graph import WorkflowGraph
+from schemas.records import InstructionStyle
 from schemas.trace import Trace
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -69,7 +70,7 @@ class Item:
 @dataclass(frozen=True)
 class Instruction:
     text: str
-    style: str
+    style: InstructionStyle
     template_id: str
     items: tuple[Item, ...]
 
@@ -91,7 +92,7 @@ def structure(graph: WorkflowGraph, trace: Trace) -> str:
     uses: Counter[str] = Counter()
     joins = chained = 0
     for i, s in enumerate(steps):
-        ups = {b.step for b in s.bind.values() if b.kind == "step"}
+        ups = {b.step for b in s.bind.values() if b.kind == "step" and b.step is not None}
         uses.update(ups)
         joins += len(ups) >= 2
         chained += i > 0 and steps[i - 1].id in ups
@@ -147,7 +148,7 @@ def _opener_pool(style: str, shape: str, items: list[Item]) -> dict[str, str]:
 
 
 def render_instruction(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed: int,
-                       style: str = "goal") -> Instruction:
+                       style: InstructionStyle = "goal") -> Instruction:
     """The instruction for a validated trace; the same seed gives the same text."""
     if style not in STYLES:
         raise ValueError(f"unknown instruction style {style!r}; use one of {STYLES}")

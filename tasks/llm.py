@@ -192,7 +192,7 @@ class LLMClient:
             with self._lock:
                 self.stats.requests += 1
             return self._openai.chat.completions.create(
-                model=cfg.model, messages=messages, temperature=cfg.temperature,  # type: ignore[arg-type]
+                model=cfg.model, messages=messages, temperature=cfg.temperature,  # type: ignore[call-overload]
                 response_format={"type": "json_object"},
             )
 

@@ -53,9 +53,12 @@ class Required:
 class DescribedStep(Protocol):
     """An instruction line: what step ``step`` produces (``tasks.instruct.Item``)."""
 
-    target: str
-    text: str
-    step: int
+    @property
+    def target(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def step(self) -> int: ...
 
 
 def answer_essential(spec: EcosystemSpec, trace: Trace) -> str | None:

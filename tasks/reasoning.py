@@ -97,7 +97,8 @@ def template_reasoning(eco: Ecosystem, graph: WorkflowGraph, trace: Trace,
         else:
             lead = rng.choice(_FIRST if i == 0 else _NEXT)
             parts.append(f"{lead} {item.target}: {item.text}.")
-        printed, named = [], []
+        printed: list[str] = []
+        named: list[str] = []
         for name, b in binds.get(st.step_id, {}).items():
             if b.kind == "step" and b.step in index:
                 up = eco.spec.tool(trace.steps[index[b.step]].tool)

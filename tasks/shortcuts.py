@@ -1,4 +1,5 @@
-"""Shortcut controls: the cheap tricks a verifier must not reward (pure; nothing runs).
+"""Shortcuts: the cheap tricks a verifier must not reward (pure; nothing runs).  The
+``empty`` and ``literals`` controls of :mod:`tasks.controls` apply them.
 
 A shortcut fakes the task's outputs instead of doing the work:
 

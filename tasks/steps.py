@@ -19,6 +19,7 @@ from environments.ecosystems.usercode import UserCodeError
 from environments.sandbox import ExecResult, Sandbox, Snapshot
 from schemas.ecosystem import ToolSpec, type_satisfies
 from schemas.graph import Candidate, Step
+from schemas.records import StageName
 from schemas.trace import Observation, StepTrace
 from tasks.commands import render_command, render_shell
 from tasks.failures import StageFailure, user_code_failure
@@ -171,7 +172,7 @@ def same_observation(a: Observation | ExecResult, b: Observation | ExecResult) -
 
 
 def replay(sandbox: Sandbox, eco: Ecosystem, initial: Snapshot, steps: list[StepTrace],
-           stage: str = "execute") -> None:
+           stage: StageName = "execute") -> None:
     """Restore ``initial`` and re-run the steps' exact commands; each must reproduce its
     recorded observation (normalized), else StageFailure ``nondeterministic``."""
     sandbox.restore(initial)

@@ -1,37 +1,39 @@
-"""The validation gate: every control starts from the snapshot of the initial state (the
-seed plus the trace's environment additions), restored in the gate's sandbox:
+"""The validation gate: the controls of :mod:`tasks.controls`, run in the candidate's
+sandbox, each from the snapshot of the initial state (the seed plus the trace's
+environment additions), plus two checks only the gate makes:
 
-1. realization — in a freshly realized sandbox (``realized`` given), its state equals the
-   one the trace started from;
-2. baseline — the untouched environment (what the nop shortcut leaves) scores 0;
-3. determinism — the trace's commands run once more from the initial state, each
-   reproducing its observation (normalized), and end in the traced final state;
-4. reference — ``solve.sh`` exits 0 and scores 1;
-5. shortcuts — every expected output created empty; the reference minus its last
-   mutating step; every output filled with the instruction's literals (the answer
-   tried as each literal): none may score 1.
+- realization — in a freshly realized sandbox (``realized`` given), its state equals the
+  one the trace started from;
+- determinism — before the reference control, the trace's commands run once more from
+  the initial state, each reproducing its observation (normalized), and end in the traced
+  final state.
 
 The factory gates an unrepaired trace in its execution sandbox (a fresh working state
-without a fresh container) and a repaired one in a fresh sandbox.  ``check-harbor``
-realizes every exported environment from scratch again and compares its state digest.
+without a fresh container) and a repaired one in a fresh sandbox.  ``check-harbor`` runs
+the same controls in exported Harbor images (:mod:`tasks.harbor.check`).
 
-The first control that fails raises :class:`StageFailure` naming it.
+The first check or control that fails raises :class:`StageFailure` naming it.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from environments.ecosystems import Ecosystem
 from environments.sandbox import Sandbox
 from schemas.trace import Trace
 from schemas.verifier import Check, GateResult
-from tasks.commands import solution_script
+from tasks.controls import ControlTask, Score, Trial, controls_for, run_control
 from tasks.failures import StageFailure
 from tasks.realize import LiveEnvironment, probe
-from tasks.shortcuts import Shortcut, shortcut
+from tasks.shortcuts import Shortcut
 from tasks.steps import replay
-from tasks.verify import VerifierResult, run_verifier
+from tasks.verify import run_verifier
 
 SOLUTION_TIMEOUT_S = 120.0
+REPLAY_BEFORE = "reference"
+"""The determinism replay runs before this control (after the untouched state scored)."""
 
 
 def _without(state: dict, key: str) -> dict:
@@ -71,71 +73,70 @@ def run_solution(sandbox: Sandbox, script: str) -> int:
     return done.exit_code
 
 
-def _fake(env: LiveEnvironment, verifier_py: str, fake: Shortcut) -> VerifierResult:
-    """Restore the initial state, apply a shortcut, and score it."""
-    sb = env.sandbox
-    sb.restore(env.initial)
-    if fake.files:
-        sb.write_files(fake.files)
-    if fake.script:
-        done = sb.exec(["bash", "-c", fake.script], timeout=60)
-        if done.exit_code != 0:
-            raise StageFailure("validate", "environment", "a shortcut control could not be "
-                               f"applied: {done.stderr.strip()[-200:]}")
-    return run_verifier(sb, verifier_py, fake.answers)
+class SandboxHost:
+    """The gate's control host (:class:`tasks.controls.Host`): the candidate's sandbox,
+    restored to the initial state's snapshot for each control."""
 
+    def __init__(self, env: LiveEnvironment, solution_sh: str, verifier_py: str) -> None:
+        self.env, self.solution_sh, self.verifier_py = env, solution_sh, verifier_py
 
-def _must_fail(result: VerifierResult | None, reason: str, what: str) -> None:
-    if result is not None and result.reward == 1.0:
-        raise StageFailure("validate", reason,  # type: ignore[arg-type]
-                           f"the verifier passes {what} ({result.checks_passed}/"
-                           f"{result.checks_total} checks)")
+    @contextmanager
+    def start(self) -> Iterator[Sandbox]:
+        self.env.sandbox.restore(self.env.initial)
+        yield self.env.sandbox
+
+    def solve(self, script: str | None = None) -> int:
+        return run_solution(self.env.sandbox, self.solution_sh if script is None else script)
+
+    def apply(self, fake: Shortcut) -> None:
+        sb = self.env.sandbox
+        if fake.files:
+            sb.write_files(fake.files)
+        if fake.script:
+            done = sb.exec(["bash", "-c", fake.script], timeout=60)
+            if done.exit_code != 0:
+                raise StageFailure("validate", "environment", "a shortcut control could not be "
+                                   f"applied: {done.stderr.strip()[-200:]}")
+
+    def score(self, answers: list[str] | None = None) -> Score:
+        r = run_verifier(self.env.sandbox, self.verifier_py, answers)
+        return Score(r.reward, r.checks_passed, r.checks_total, r.trials)
 
 
 def run_gate(env: LiveEnvironment, eco: Ecosystem, trace: Trace, checks: list[Check],
              instruction: str, solution_sh: str, verifier_py: str, traced_after: dict,
              realized: dict | None = None) -> GateResult:
-    """Every control of the gate in ``env`` (whatever state it is in: each control restores
-    ``env.initial`` first); with ``realized`` (the state the trace started from), ``env``
-    was just realized and must equal it.  The results, or StageFailure naming the first
-    control that failed."""
-    sb = env.sandbox
+    """Every control in ``env`` (whatever state it is in: each control restores
+    ``env.initial`` first), and the determinism replay; with ``realized`` (the state the
+    trace started from), ``env`` was just realized and must equal it.  The results, or
+    StageFailure naming the first check or control that failed."""
     if realized is not None:
         _same_state(eco, env.before, realized, "the environment realizes differently")
-    sb.restore(env.initial)
-    baseline = run_verifier(sb, verifier_py)
-    if baseline.reward != 0.0:
-        raise StageFailure("validate", "baseline_passed",
-                           f"verifier passes on the untouched environment "
-                           f"({baseline.checks_passed}/{baseline.checks_total} checks)")
-    replay(sb, eco, env.initial, trace.steps, stage="validate")
-    _same_state(eco, probe(sb, eco), traced_after, "a second execution ends elsewhere", trace)
-    sb.restore(env.initial)
-    solved = run_solution(sb, solution_sh)
-    reference = run_verifier(sb, verifier_py)
-    if solved != 0 or reference.reward != 1.0:
-        raise StageFailure("validate", "reference_failed",
-                           f"reference solution exit {solved}, verifier "
-                           f"{reference.checks_passed}/{reference.checks_total} checks")
-    empty = _fake(env, verifier_py, shortcut(eco, checks, "empty", instruction))
-    _must_fail(empty, "empty_outputs_passed", "with every output created empty")
-    partial = None
-    writes = [s for s in trace.steps if eco.spec.tool(s.tool).effect == "write"]
-    if writes:
-        sb.restore(env.initial)
-        run_solution(sb, solution_script(trace, eco.spec.answer_file,
-                                   [s for s in trace.steps if s is not writes[-1]]))
-        partial = run_verifier(sb, verifier_py)
-        _must_fail(partial, "partial_solution_passed",
-                   "after the reference solution minus its last mutating step")
-    filled = _fake(env, verifier_py, shortcut(eco, checks, "literals", instruction))
-    _must_fail(filled, "literals_passed", "with the outputs holding the instruction's literals")
-    return GateResult(
-        checks_total=reference.checks_total,
-        baseline_reward=baseline.reward, baseline_checks_passed=baseline.checks_passed,
-        reference_reward=reference.reward, reference_checks_passed=reference.checks_passed,
-        empty_reward=empty.reward, empty_checks_passed=empty.checks_passed,
-        partial_reward=partial.reward if partial else None,
-        partial_checks_passed=partial.checks_passed if partial else None,
-        literals_reward=filled.reward, literals_checks_passed=filled.checks_passed,
-        literal_trials=filled.trials)
+    host, task = SandboxHost(env, solution_sh, verifier_py), ControlTask(eco, trace, checks,
+                                                                         instruction)
+    trials: dict[str, Trial] = {}
+    for control in controls_for(task):
+        if control.name == REPLAY_BEFORE:
+            replay(env.sandbox, eco, env.initial, trace.steps, stage="validate")
+            _same_state(eco, probe(env.sandbox, eco), traced_after,
+                        "a second execution ends elsewhere", trace)
+        trial = run_control(host, control, task)
+        if not trial.ok:
+            raise trial.failure()
+        trials[control.name] = trial
+    return gate_result({name: t.score for name, t in trials.items()})
+
+
+def gate_result(scores: dict[str, Score]) -> GateResult:
+    """The gate's record of the controls' scores (``partial`` is None without it)."""
+    nop, ref, empty, lits = (scores[n] for n in ("nop", "reference", "empty", "literals"))
+    partial = scores.get("partial")
+    return GateResult.model_validate({
+        "checks_total": ref.checks_total,
+        "baseline_reward": nop.reward, "baseline_checks_passed": nop.checks_passed,
+        "reference_reward": ref.reward, "reference_checks_passed": ref.checks_passed,
+        "empty_reward": empty.reward, "empty_checks_passed": empty.checks_passed,
+        "partial_reward": partial.reward if partial else None,
+        "partial_checks_passed": partial.checks_passed if partial else None,
+        "literals_reward": lits.reward, "literals_checks_passed": lits.checks_passed,
+        "literal_trials": lits.trials})

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
 from types import ModuleType
+from typing import Any, cast
 
 import yaml
 from pydantic import ValidationError
 
+from environments.ecosystems import contract
 from environments.ecosystems import worker as inprocess
 from environments.ecosystems.code import isolated, load_functions
 from environments.ecosystems.usercode import UserCodeError
@@ -29,7 +30,7 @@ from schemas.ecosystem import EcosystemSpec, type_satisfies
 BUILTIN_DIR = Path(__file__).parent
 SPEC_FILE = "ecosystem.yaml"
 
-Sampler = Callable[..., str]
+Sampler = contract.Sampler
 
 
 class EcosystemError(ValueError):
@@ -40,7 +41,7 @@ class EcosystemError(ValueError):
 class Ecosystem:
     spec: EcosystemSpec
     folder: Path
-    seed_fn: Callable[[int], dict[str, bytes]]
+    seed_fn: contract.Generate
     samplers: dict[str, Sampler]
     probe_source: str
     digest: str = field(default="")
@@ -49,9 +50,9 @@ class Ecosystem:
     def name(self) -> str:
         return self.spec.name
 
-    layout_fn: Callable[[int], list[str]] | None = None
-    provide_fn: Callable[[str, int], bytes | None] | None = None
-    shortcut_hooks: ModuleType | None = None
+    layout_fn: contract.Layout | None = None
+    provide_fn: contract.Provide | None = None
+    shortcut_hooks: contract.ShortcutModule | None = None
     """The spec's ``shortcuts`` module (``empty`` and ``fill``), when it names one."""
 
     def provide(self, path: str, seed: int) -> bytes | None:
@@ -75,7 +76,8 @@ class Ecosystem:
                 return st.type
         return None
 
-    def sample(self, facet: str, content: bytes, rng: random.Random, **context: str) -> str:
+    def sample(self, facet: str, content: bytes | dict[str, Any], rng: random.Random,
+               **context: str) -> str:
         if facet not in self.samplers:
             raise EcosystemError(f"{self.folder / SPEC_FILE}: no sampler named {facet!r}")
         return self.samplers[facet](content, rng, **context)
@@ -129,7 +131,7 @@ def _check_bindable(spec: EcosystemSpec, spec_file: Path) -> None:
                              "satisfies)")
 
 
-def _format_error(spec_file: Path, err: ValidationError, raw: dict) -> str:
+def _format_error(spec_file: Path, err: ValidationError, raw: dict[str, Any]) -> str:
     first = err.errors()[0]
     loc_parts = []
     node: object = raw
@@ -178,21 +180,17 @@ def load_ecosystem(name_or_path: str) -> Ecosystem:
         _check_file(folder, spec.samplers.module, spec_file, "samplers.module")
         modules["samplers"] = spec.samplers.module
     try:
-        functions = load_functions(folder, modules, isolated(folder, BUILTIN_DIR))
+        functions, shapes = load_functions(folder, modules, isolated(folder, BUILTIN_DIR))
     except UserCodeError as exc:
         file = exc.what.removeprefix("import ")
         problem = "takes too long to import" if exc.timed_out else "raises on import"
         raise EcosystemError(f"{folder / file}: {problem}: {exc.detail}") from None
-    seed_fn = functions["seed"].get(spec.seed.function)
-    if seed_fn is None:
-        raise EcosystemError(f"{spec_file}: field 'seed.function': {spec.seed.module} has no "
-                             f"function {spec.seed.function!r}")
-    samplers: dict[str, Sampler] = functions.get("samplers", {})
-    for tool in spec.tools:
-        for p in tool.params:
-            if p.sample and p.sample.facet not in samplers:
-                raise EcosystemError(f"{spec_file}: field 'tools.{tool.name}.params.{p.name}."
-                                     f"sample.facet': no sampler named {p.sample.facet!r}")
+    shortcuts = _import_shortcuts(folder, spec.shortcuts, spec_file) if spec.shortcuts else None
+    try:
+        contract.check(folder, spec, shapes,
+                       inprocess.shapes(shortcuts, False) if shortcuts else None)
+    except contract.ContractError as exc:
+        raise EcosystemError(str(exc)) from None
     _check_bindable(spec, spec_file)
     probe_path = _probe_path(folder, spec.probe)
     if not probe_path.is_file():
@@ -203,13 +201,7 @@ def load_ecosystem(name_or_path: str) -> Ecosystem:
     for f in sorted(folder.glob("*")):
         if f.is_file() and f.suffix in (".py", ".yaml", ".yml"):
             digest.update(f.name.encode() + b"\0" + f.read_bytes())
-    hooks = {name: functions["seed"].get(name) for name in ("layout", "provide")}
-    shortcuts = None
-    if spec.shortcuts:
-        shortcuts = _import_shortcuts(folder, spec.shortcuts, spec_file)
-        for name in ("empty", "fill"):
-            if not callable(getattr(shortcuts, name, None)):
-                raise EcosystemError(f"{spec_file}: field 'shortcuts': {spec.shortcuts} has "
-                                     f"no function {name!r}")
-    return Ecosystem(spec, folder, seed_fn, samplers, probe_source, digest.hexdigest()[:16],
-                     hooks["layout"], hooks["provide"], shortcuts)
+    seed = functions["seed"]
+    return Ecosystem(spec, folder, seed[spec.seed.function], functions.get("samplers", {}),
+                     probe_source, digest.hexdigest()[:16], seed.get("layout"),
+                     seed.get("provide"), cast(contract.ShortcutModule | None, shortcuts))

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from environments.ecosystems import worker as inprocess
+from environments.ecosystems.contract import Shapes
 from environments.ecosystems.usercode import (
     SAMPLER_TIMEOUT_S,
     SEED_TIMEOUT_S,
@@ -40,23 +41,27 @@ def isolated(folder: Path, builtin_dir: Path) -> bool:
     return folder.parent != builtin_dir or os.environ.get("TASKFACTORY_ISOLATE_BUILTINS") == "1"
 
 
-def load_functions(folder: Path, modules: dict[str, str], in_workers: bool) -> Functions:
-    """Import ``modules`` (role -> file in ``folder``) and wrap their public functions;
+def load_functions(folder: Path, modules: dict[str, str], in_workers: bool
+                   ) -> tuple[Functions, Shapes]:
+    """Import ``modules`` (role -> file in ``folder``) and wrap their public functions,
+    also returning their signatures (:mod:`~environments.ecosystems.contract`);
     UserCodeError (what = ``import <file>``) when one raises on import or takes too long."""
     if in_workers:
         return _in_workers(folder, modules)
     functions: Functions = {}
+    shapes: Shapes = {}
     for role, file in modules.items():
         try:
             module = inprocess.import_module(folder, file)
         except BaseException as exc:
             raise UserCodeError(f"import {file}", inprocess.describe(exc, folder)) from exc
+        shapes[role] = inprocess.shapes(module, role == "samplers")
         functions[role] = {name: partial(_guarded, role, name, getattr(module, name), folder)
-                           for name in inprocess.public_functions(module, role == "samplers")}
-    return functions
+                           for name in shapes[role]}
+    return functions, shapes
 
 
-def _what(role: str, name: str, args: tuple) -> str:
+def _what(role: str, name: str, args: tuple[Any, ...]) -> str:
     shown = ", ".join(repr(a) if not isinstance(a, bytes | dict) else "…" for a in args)
     return f"{role}.{name}({shown})"
 
@@ -71,10 +76,10 @@ def _guarded(role: str, name: str, fn: Callable[..., Any], folder: Path, /, *arg
         raise UserCodeError(_what(role, name, args), inprocess.describe(exc, folder)) from exc
 
 
-def _in_workers(folder: Path, modules: dict[str, str]) -> Functions:
+def _in_workers(folder: Path, modules: dict[str, str]) -> tuple[Functions, Shapes]:
     pool = WorkerPool(folder, modules)
     try:
-        names = pool.start()
+        shapes = pool.start()
     except UserCodeError as exc:
         if exc.what != "import":
             raise
@@ -84,5 +89,5 @@ def _in_workers(folder: Path, modules: dict[str, str]) -> Functions:
     def proxy(role: str, name: str, /, *args: Any, **kwargs: Any) -> Any:
         return pool.call(role, name, args, kwargs, timeout_s(role), _what(role, name, args))
 
-    return {role: {name: partial(proxy, role, name) for name in role_names}
-            for role, role_names in names.items()}
+    return {role: {name: partial(proxy, role, name) for name in role_shapes}
+            for role, role_shapes in shapes.items()}, shapes

@@ -26,7 +26,9 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+from environments.ecosystems.contract import Shapes
 
 WORKER = Path(__file__).with_name("worker.py")
 IMPORT_TIMEOUT_S = 60.0
@@ -102,20 +104,20 @@ class WorkerPool:
         self._idle: list[_Worker] = []
         self._lock = threading.Lock()
 
-    def start(self) -> dict[str, list[str]]:
-        """Start a worker: ``{role: [public function names]}`` of each module; raises
+    def start(self) -> Shapes:
+        """Start a worker: each module's public functions with their signatures; raises
         :class:`UserCodeError` when a module raises on import or takes too long."""
         worker = _Worker(self.folder, self.modules)
         try:
-            names = self._answer(worker, "import", IMPORT_TIMEOUT_S)
+            shapes = cast(Shapes, self._answer(worker, "import", IMPORT_TIMEOUT_S))
         except BaseException:
             worker.kill()
             raise
         self._release(worker)
-        return names
+        return shapes
 
-    def call(self, role: str, function: str, args: tuple, kwargs: dict, timeout_s: float,
-             what: str) -> Any:
+    def call(self, role: str, function: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+             timeout_s: float, what: str) -> Any:
         """``role.function(*args, **kwargs)`` in a worker; its result, or an exception (see
         the module docstring)."""
         worker = self._checkout()

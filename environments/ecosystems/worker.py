@@ -4,15 +4,18 @@ Started as a script (``python worker.py FOLDER "{role: file}"``), so that it imp
 nothing of the project: only the folder's modules and what they import.  Frames on
 stdin and stdout are an 8-byte big-endian length and a pickle.  The first answer says
 whether the modules imported (``("import_error", (file, message))`` if one did not, and
-which functions they define); then each request
+which functions they define, with their signatures: ``signature_shape``); then each request
 ``(role, function, args, kwargs)`` gets ``("ok", result)``, ``("no_value", (kind,
 message))`` for a sampler's LookupError or ValueError, or ``("error", (type, message))``.
 The user's code prints to stderr, never into the channel.  SIGINT is ignored; stdin EOF
 ends the worker.
 """
 
+from __future__ import annotations
+
 import ast
 import importlib.util
+import inspect
 import os
 import pickle
 import signal
@@ -20,14 +23,18 @@ import struct
 import sys
 import traceback
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 HEADER = struct.Struct(">Q")
 
 
-def import_module(folder, file):
+def import_module(folder: Path, file: str) -> ModuleType:
     path = folder / file
     spec = importlib.util.spec_from_file_location(f"taskfactory_eco_{folder.name}_{path.stem}",
                                                   path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path} is not a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses and pickling look modules up here
     try:
@@ -38,13 +45,29 @@ def import_module(folder, file):
     return module
 
 
-def public_functions(module, own_only):
+def public_functions(module: ModuleType, own_only: bool) -> list[str]:
     """The public callables of ``module`` (with ``own_only``, those it defines itself)."""
     return sorted(n for n, f in vars(module).items() if callable(f) and not n.startswith("_")
                   and (not own_only or getattr(f, "__module__", None) == module.__name__))
 
 
-def describe(exc, folder):
+def signature_shape(fn: Any) -> list[tuple[str, str, bool]] | None:
+    """``fn``'s parameters as (name, kind, has a default), as ``contract.Shape`` reads them;
+    None when Python cannot tell (some builtins)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    return [(p.name, p.kind.name, p.default is not p.empty) for p in params]
+
+
+def shapes(module: ModuleType, own_only: bool) -> dict[str, list[tuple[str, str, bool]] | None]:
+    """Every public function of ``module`` with its :func:`signature_shape`."""
+    return {name: signature_shape(getattr(module, name))
+            for name in public_functions(module, own_only)}
+
+
+def describe(exc: BaseException, folder: Path) -> str:
     """``Type: message (file.py, line N)``, the line being the deepest one in the folder."""
     where = [f for f in traceback.extract_tb(exc.__traceback__)
              if Path(f.filename).parent == folder]
@@ -54,14 +77,14 @@ def describe(exc, folder):
     return f"{type(exc).__name__}: {str(exc)[:300]}{at}"
 
 
-def main():
+def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     folder, modules = Path(sys.argv[1]), ast.literal_eval(sys.argv[2])
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # what the user's code prints goes to stderr
     source = sys.stdin.buffer
 
-    def send(status, value):
+    def send(status: str, value: object) -> None:
         data = pickle.dumps((status, value), protocol=pickle.HIGHEST_PROTOCOL)
         out.write(HEADER.pack(len(data)) + data)
         out.flush()
@@ -73,8 +96,7 @@ def main():
         except BaseException as exc:  # noqa: BLE001 - every failure is reported, none raised
             send("import_error", (file, describe(exc, folder)))
             return
-    send("ok", {role: public_functions(module, role == "samplers")
-                for role, module in loaded.items()})
+    send("ok", {role: shapes(module, role == "samplers") for role, module in loaded.items()})
     while True:
         header = source.read(HEADER.size)
         if len(header) < HEADER.size:

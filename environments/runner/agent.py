@@ -28,9 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import math
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -56,31 +54,21 @@ from environments.runner.procs import (
 )
 from environments.runner.protocol import FrameReader, encode_frame
 from environments.runner.pyfork import is_python_stdin, preload, spawn_python
+from environments.runner.watch import CHUNK, Watch
+
+TYPE_CHECKING = False  # typing is not imported at run time: the runner starts fast
+if TYPE_CHECKING:
+    from typing import Any
+
+    from environments.runner.watch import Process
 
 KILL_GRACE_S = 2.0  # TERM -> KILL on timeout, like `timeout -k 2`
 DRAIN_S = 1.0  # after exit, how long pipes held open by setsid'd processes are read
 STUCK_S = 5.0  # after KILL, how long to wait for an exit that does not come (D state)
-CHUNK = 1 << 16  # bytes per read or write on a pipe
 _NEW_GROUP = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
 
 
-class _Tail:
-    """The last ``cap`` bytes of a stream, and how many bytes it carried."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap, self.total, self.buf = max(0, cap), 0, bytearray()
-
-    def add(self, data: bytes) -> None:
-        self.total += len(data)
-        self.buf += data
-        if len(self.buf) > 2 * self.cap + CHUNK:
-            del self.buf[: len(self.buf) - self.cap]
-
-    def value(self) -> bytes:
-        return bytes(self.buf[len(self.buf) - self.cap :]) if self.cap else b""
-
-
-def _failed(code: int, message: str) -> tuple[dict, bytes]:
+def _failed(code: int, message: str) -> tuple[dict[str, Any], bytes]:
     return {"code": code, "timed_out": False, "truncated": False, "out": 0}, message.encode()
 
 
@@ -93,7 +81,7 @@ class Runner:
         self._groups_lock = threading.Lock()
         self._groups: set[int] = set()  # process groups of running commands
 
-    def send(self, header: dict, blob: bytes = b"") -> None:
+    def send(self, header: dict[str, Any], blob: bytes = b"") -> None:
         data = memoryview(encode_frame(header, blob))
         with self._send_lock:
             try:
@@ -114,7 +102,7 @@ class Runner:
             for pgid in self._groups:
                 signal_group(pgid, signal.SIGKILL)
 
-    def dispatch(self, req: dict, blob: bytes) -> None:
+    def dispatch(self, req: dict[str, Any], blob: bytes) -> None:
         """Answer ``req`` from a thread of its own (inline if none can be started)."""
         answer = self.answer_exec if req.get("op") == "exec" else self.answer_file_op
         try:
@@ -125,7 +113,7 @@ class Runner:
             header, out = _failed(125, f"tf-runner: cannot start the command: {e}\n")
             self.send({"id": req.get("id"), **header}, out)
 
-    def answer_file_op(self, req: dict, blob: bytes) -> None:
+    def answer_file_op(self, req: dict[str, Any], blob: bytes) -> None:
         op, out = req.get("op"), b""
         try:
             if op == "read":
@@ -142,20 +130,21 @@ class Runner:
             header = {"error": "failed", "message": f"{type(e).__name__}: {e}"}
         self.send({"id": req.get("id"), **header}, out)
 
-    def answer_exec(self, req: dict, stdin: bytes) -> None:
+    def answer_exec(self, req: dict[str, Any], stdin: bytes) -> None:
         try:
             header, blob = self.run(req, stdin)
         except Exception as e:  # every request gets its answer
             header, blob = _failed(125, f"tf-runner: {type(e).__name__}: {e}\n")
         self.send({"id": req["id"], **header}, blob)
 
-    def run(self, req: dict, stdin: bytes) -> tuple[dict, bytes]:
+    def run(self, req: dict[str, Any], stdin: bytes) -> tuple[dict[str, Any], bytes]:
         argv, cwd = [str(a) for a in req["argv"]], str(req["cwd"])
         marker, since = f"{os.getpid()}-{req['id']}", boot_ticks()
         env = {**self.base_env, "PWD": cwd, **(req.get("env") or {}),  # PWD, as a shell does
                MARKER: marker}
         if not os.path.isdir(cwd):
             return _failed(126, f'chdir to cwd ("{cwd}") failed: no such directory\n')
+        proc: Process
         try:
             if is_python_stdin(argv, bool(req.get("stdin"))):
                 proc = spawn_python(stdin, argv[2:], cwd, env)
@@ -177,10 +166,12 @@ class Runner:
             kill_strays(marker, since)
         return header, blob
 
-    def spawn(self, argv: list[str], cwd: str, env: dict, with_stdin: bool) -> subprocess.Popen:
+    def spawn(self, argv: list[str], cwd: str, env: dict[str, str], with_stdin: bool
+              ) -> subprocess.Popen[bytes]:  # fmt: skip
         pipe = subprocess.PIPE
-        kw = dict(cwd=cwd, env=env, stdin=pipe if with_stdin else subprocess.DEVNULL,
-                  stdout=pipe, stderr=pipe, **_NEW_GROUP)  # fmt: skip
+        kw: dict[str, Any] = dict(
+            cwd=cwd, env=env, stdin=pipe if with_stdin else subprocess.DEVNULL, stdout=pipe,
+            stderr=pipe, **_NEW_GROUP)
         try:
             proc = subprocess.Popen(argv, **kw)
         except OSError as e:  # like execvp: a file without a #! line is a shell script
@@ -191,21 +182,11 @@ class Runner:
             self._groups.add(proc.pid)
         return proc
 
-    def supervise(self, proc: subprocess.Popen, stdin: bytes, timeout: float, cap: int
-                  ) -> tuple[dict, bytes]:  # fmt: skip
+    def supervise(self, proc: Process, stdin: bytes, timeout: float, cap: int
+                  ) -> tuple[dict[str, Any], bytes]:  # fmt: skip
         """Wait for ``proc``, feeding stdin, keeping output tails, enforcing the timeout."""
-        pid, pidfd, poller = proc.pid, open_pidfd(proc.pid), select.poll()
-        tails = {proc.stdout.fileno(): _Tail(cap), proc.stderr.fileno(): _Tail(cap)}
-        out_fd, err_fd = list(tails)
-        reading = set(tails)
-        for fd in tails:
-            poller.register(fd, select.POLLIN)
-        in_fd, sent = (proc.stdin.fileno() if proc.stdin else None), 0
-        if in_fd is not None:
-            os.set_blocking(in_fd, False)
-            poller.register(in_fd, select.POLLOUT)
-        if pidfd is not None:
-            poller.register(pidfd, select.POLLIN)
+        pid, pidfd = proc.pid, open_pidfd(proc.pid)
+        watch = Watch(proc, stdin, cap, pidfd)
         deadline = time.monotonic() + timeout
         exited = termed = killed = None
         while True:
@@ -226,55 +207,38 @@ class Runner:
                     wake = min(wake, now + 0.02)
             else:
                 wake = exited + DRAIN_S
-                if not reading or now >= wake:
+                if not watch.reading or now >= wake:
                     break
-            for fd, _ in poller.poll(max(0, math.ceil((wake - now) * 1000))):
-                if fd in reading:
-                    data = os.read(fd, CHUNK)
-                    if data:
-                        tails[fd].add(data)
-                    else:
-                        reading.discard(fd)
-                        poller.unregister(fd)
-                elif fd == in_fd:
-                    try:
-                        sent += os.write(in_fd, memoryview(stdin)[sent : sent + CHUNK])
-                    except BlockingIOError:
-                        continue
-                    except OSError:  # the command closed its stdin
-                        sent = len(stdin)
-                    if sent >= len(stdin):
-                        poller.unregister(in_fd)
-                        proc.stdin.close()
-                        in_fd = None
+            watch.pump(wake - now)
             if exited is None and has_exited(pid):
                 exited = time.monotonic()
                 with self._groups_lock:  # still unreaped, so the pgid cannot be reused yet
                     signal_group(pid, signal.SIGKILL)
                     self._groups.discard(pid)
-                if pidfd is not None:
-                    poller.unregister(pidfd)
-                if in_fd is not None:
-                    poller.unregister(in_fd)
-                    proc.stdin.close()
-                    in_fd = None
-        for f in (proc.stdin, proc.stdout, proc.stderr, pidfd):
-            if f is not None:
-                os.close(f) if isinstance(f, int) else f.close()
+                watch.exited()
+        watch.close()
         if exited is None:  # stuck past KILL: answer anyway
             with self._groups_lock:
                 self._groups.discard(pid)
-            code = 137
-        elif termed is not None:
-            proc.wait()
-            code = 124 if killed is None else 137
-        else:
-            rc = proc.wait()
-            code = 128 - rc if rc < 0 else rc
-        out, err = tails[out_fd], tails[err_fd]
-        header = {"code": code, "timed_out": termed is not None,
-                  "truncated": out.total > cap or err.total > cap, "out": len(out.value())}
-        return header, out.value() + err.value()
+        return _verdict(proc, watch, exited is not None, termed is not None,
+                        killed is not None, cap)
+
+
+def _verdict(proc: Process, watch: Watch, exited: bool, termed: bool, killed: bool, cap: int
+             ) -> tuple[dict[str, Any], bytes]:  # fmt: skip
+    """The answer to an exec: exit code, timed out or not, and the kept output."""
+    if not exited:
+        code = 137
+    elif termed:
+        proc.wait()
+        code = 124 if not killed else 137
+    else:
+        rc = proc.wait()
+        code = 128 - rc if rc < 0 else rc
+    out, err = watch.out, watch.err
+    header = {"code": code, "timed_out": termed,
+              "truncated": out.total > cap or err.total > cap, "out": len(out.value())}
+    return header, out.value() + err.value()
 
 
 def main(args: list[str]) -> None:

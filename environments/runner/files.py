@@ -11,6 +11,10 @@ import errno
 import os
 import stat
 
+TYPE_CHECKING = False  # typing is not imported at run time: the runner starts fast
+if TYPE_CHECKING:
+    from typing import Any
+
 CHUNK = 1 << 16
 
 
@@ -54,7 +58,7 @@ def read_file(path: str, max_bytes: int) -> bytes:
         os.close(fd)
 
 
-def write_files(files: list, blob: bytes) -> dict:
+def write_files(files: list[list[Any]], blob: bytes) -> dict[str, Any]:
     """Write each ``[path, size]`` from ``blob`` in order: missing parents are created
     (0755), an existing file or symlink at the path is replaced, files get mode 0644."""
     view, pos = memoryview(blob), 0
@@ -97,7 +101,7 @@ def _copy(src: str, dst: str) -> None:
         shutil.copy2(src, dst)
 
 
-def copy_tree(src: str, dst: str) -> dict:
+def copy_tree(src: str, dst: str) -> dict[str, Any]:
     """Copy directory ``src`` to the new directory ``dst`` (its parent is made 0700)."""
     import shutil
 
@@ -122,7 +126,7 @@ def _open_up(path: str) -> None:
             _open_up(entry.path)
 
 
-def restore_tree(src: str, dst: str) -> dict:
+def restore_tree(src: str, dst: str) -> dict[str, Any]:
     """Make directory ``dst`` an exact copy of ``src`` again: everything in it is removed
     (read-only directories included), then ``src`` is copied in, with its mode and times."""
     import shutil

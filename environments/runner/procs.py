@@ -17,7 +17,7 @@ def open_pidfd(pid: int) -> int | None:
     """A pidfd (readable once ``pid`` exits, before it is reaped), or None where the
     kernel or Python lack them (then the supervisor polls with ``waitid``)."""
     try:
-        return os.pidfd_open(pid)  # type: ignore[attr-defined]
+        return os.pidfd_open(pid)
     except (AttributeError, OSError):
         return None
 

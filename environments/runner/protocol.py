@@ -24,11 +24,15 @@ from __future__ import annotations
 import json
 import struct
 
+TYPE_CHECKING = False  # typing is not imported at run time: the runner starts fast
+if TYPE_CHECKING:
+    from typing import Any
+
 HEADER = struct.Struct(">II")
 ERRORS = ("notfound", "isdir", "notfile", "toolarge", "denied", "failed")
 
 
-def encode_frame(header: dict, blob: bytes = b"") -> bytes:
+def encode_frame(header: dict[str, Any], blob: bytes = b"") -> bytes:
     body = json.dumps(header, separators=(",", ":")).encode()
     return HEADER.pack(len(body), len(blob)) + body + blob
 
@@ -41,7 +45,7 @@ class FrameReader:
         self.limit = limit
         self._buf = bytearray()
 
-    def feed(self, data: bytes) -> list[tuple[dict, bytes]]:
+    def feed(self, data: bytes) -> list[tuple[dict[str, Any], bytes]]:
         self._buf += data
         frames = []
         while len(self._buf) >= HEADER.size:

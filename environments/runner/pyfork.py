@@ -103,7 +103,8 @@ def _child(source: bytes, args: list[str], cwd: str, env: dict[str, str], out_w:
     except BaseException as e:
         import traceback
 
-        traceback.print_exception(type(e), e, e.__traceback__.tb_next)  # from the script on
+        tb = e.__traceback__
+        traceback.print_exception(type(e), e, tb.tb_next if tb else None)  # the script's
         code = 1
     try:
         sys.stdout.flush()

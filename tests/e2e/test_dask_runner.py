@@ -8,8 +8,8 @@ equal what the thread pool writes for the same seed.
 import pytest
 
 from flows.factory import run_factory
-from flows.query import run_query
 from flows.settings import RunSettings
+from tasks.dataset.query import run_query
 
 OUTCOME = ("select candidate_id, status, stage, reason, task_id from attempts "
            "order by candidate_id")

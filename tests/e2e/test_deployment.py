@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from flows.api_server import stop_process
-from flows.query import run_query
-from tasks.manifest import load_manifest
+from tasks.dataset.manifest import load_manifest
+from tasks.dataset.query import run_query
 from tests.support.intervals import intervals, most_in_flight
 from tests.support.prefect_server import PREFECT, prefect_server, server_env
 

@@ -25,7 +25,7 @@ from prefect.client.schemas.filters import (
     LogFilterFlowRunId,
 )
 
-from flows.query import run_query
+from tasks.dataset.query import run_query
 
 FAULTS = "tests/fixtures/ecosystems/faults"
 

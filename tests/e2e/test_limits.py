@@ -11,7 +11,7 @@ from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 from pydantic import BaseModel
 
 from flows import limits
-from flows.query import run_query
+from tasks.dataset.query import run_query
 from tasks.llm import LLMClient, LLMConfig
 from tests.support.intervals import intervals, most_in_flight
 from tests.support.openai_server import OpenAIServer

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from flows.query import connect
-from tasks.checksums import shard_problem
-from tasks.commits import unaccounted
-from tasks.manifest import MANIFEST, load_manifest
+from tasks.dataset.checksums import shard_problem
+from tasks.dataset.commits import unaccounted
+from tasks.dataset.manifest import MANIFEST, load_manifest
+from tasks.dataset.query import connect
 from tasks.trajectories import ACTION_SPACES, SUPERVISIONS
 
 TASKS = 16

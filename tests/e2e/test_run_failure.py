@@ -8,9 +8,10 @@ local backend, the shards, and the CLI's ``--resume`` in a subprocess.
 import pytest
 
 from flows import factory as factory_module
-from flows.query import run_query
 from flows.settings import RunSettings
-from tasks.manifest import load_manifest
+from tasks.dataset.manifest import load_manifest
+from tasks.dataset.query import run_query
+from tasks.dataset.recorder import Recorder
 
 OUTCOME = "select candidate_id, status, stage, reason, task_id from attempts order by all"
 
@@ -20,7 +21,7 @@ def test_a_failing_run_is_left_failed_with_its_reason_and_resume_finishes_it(
     data = tmp_path / "data"
     settings = RunSettings(tasks=6, seed=3, data=data, backend="local", ecosystems=["files"],
                            workers=2, shard_rows=1)
-    record, seen = factory_module.Recorder.record, []
+    record, seen = Recorder.record, []
 
     def flaky(self, outcome):
         seen.append(outcome)
@@ -28,7 +29,7 @@ def test_a_failing_run_is_left_failed_with_its_reason_and_resume_finishes_it(
             raise OSError(28, "No space left on device")
         return record(self, outcome)
 
-    monkeypatch.setattr(factory_module.Recorder, "record", flaky)
+    monkeypatch.setattr(Recorder, "record", flaky)
     with pytest.raises(OSError, match="No space left"):
         factory_module.run_factory(settings, run_id="run-that-fails")
     monkeypatch.undo()

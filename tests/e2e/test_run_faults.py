@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from flows.query import connect
-from flows.runs import SETTLED_ATTEMPTS
-from tasks.manifest import MANIFEST, load_manifest
+from tasks.dataset.manifest import MANIFEST, load_manifest
+from tasks.dataset.query import connect
+from tasks.dataset.runs import SETTLED_ATTEMPTS
 from tests.support.private_engine import private_engine
 
 SETTINGS = ["--tasks", 16, "--seed", 3, "--backend", "docker", "--ecosystem", "files,sql",

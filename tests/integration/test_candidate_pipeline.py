@@ -5,12 +5,15 @@ import os
 
 import pytest
 
-from environments.config import DockerConfig, LocalConfig
-from flows import candidate as candidate_module
+from environments.docker.config import DockerConfig
+from environments.local.config import LocalConfig
 from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run, provider_for
 from schemas.verifier import Check
+from tasks.failures import StageFailure
+from tasks.pipeline import PIPELINE, Pipeline
 from tasks.plan import plan_candidates
+from tasks.stages import verify as verify_stage
 from tasks.verify import run_verifier
 
 RUN_ID = f"itest-pipeline-{os.getpid()}"  # unique: other checkouts may share the engine
@@ -75,7 +78,7 @@ def test_task_ids_are_content_addressed(backend):
     ("wrong_expectation", "reference_failed"),
 ])
 def test_gate_rejects_a_broken_verifier(backend, monkeypatch, breakage, reason):
-    real = candidate_module.derive_checks
+    real = verify_stage.derive_checks
 
     def broken(eco, trace, before, after):
         checks = real(eco, trace, before, after)
@@ -85,7 +88,57 @@ def test_gate_rejects_a_broken_verifier(backend, monkeypatch, breakage, reason):
                           expected=before["files"][path])]
         return [*checks, Check(kind="answer", key="answer.txt", expected="not-the-answer")]
 
-    monkeypatch.setattr(candidate_module, "derive_checks", broken)
+    monkeypatch.setattr(verify_stage, "derive_checks", broken)
     outcome = build_candidate(CANDIDATES[0], "files", backend, RUN_ID)
     assert outcome.task is None
     assert (outcome.attempt.stage, outcome.attempt.reason) == ("validate", reason)
+
+
+class CountSteps:
+    """A trivial extra stage (in the factory it would be one module of ``tasks/stages/``):
+    reads the trace, gives nothing, records that it ran."""
+
+    name = "realize"  # a stage name the factory's pipeline does not use
+    phase = "render_s"
+    needs = ("trace",)
+    gives = ()
+
+    def __init__(self, refuse: bool = False) -> None:
+        self.refuse, self.seen = refuse, []
+
+    def run(self, ctx):
+        self.seen.append(len(ctx.trace.steps))
+        if self.refuse:
+            raise StageFailure("realize", "degenerate", "refused by the extra stage")
+
+
+def _with(extra, before: str) -> Pipeline:
+    stages = list(PIPELINE.stages)
+    stages.insert(PIPELINE.names.index(before), extra)
+    return Pipeline(*stages)
+
+
+def test_an_extra_stage_is_one_entry_in_the_pipeline_and_runs(backend):
+    extra = CountSteps()
+    outcome = build_candidate(CANDIDATES[0], "files", backend, RUN_ID,
+                              pipeline=_with(extra, before="verify"))
+    assert outcome.task is not None and outcome.attempt.status == "accepted"
+    assert extra.seen == [outcome.task.n_steps]
+
+
+def test_an_extra_stage_that_rejects_gives_a_rejected_attempt_and_closes_the_sandbox(backend):
+    import docker
+
+    extra = CountSteps(refuse=True)
+    candidate = CANDIDATES[0]
+    outcome = build_candidate(candidate, "files", backend, RUN_ID,
+                              pipeline=_with(extra, before="validate"))
+    a = outcome.attempt
+    assert (a.status, a.stage, a.reason, a.detail) == (
+        "rejected", "realize", "degenerate", "refused by the extra stage")
+    assert outcome.task is None and not outcome.trajectories and a.sandboxes == 1
+    assert a.execute_s > 0 and a.gate_s == 0
+    if isinstance(backend, DockerConfig):
+        client = docker.from_env()
+        label = f"taskfactory.candidate={candidate.candidate_id}"
+        assert client.containers.list(all=True, filters={"label": label}) == []

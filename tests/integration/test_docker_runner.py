@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from environments.config import DockerConfig, make_provider
+from environments.docker.config import DockerConfig
+from environments.registry import make_provider
 from environments.sandbox import (
     ExecResult,
     InfrastructureError,

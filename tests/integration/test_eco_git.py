@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from environments.config import DockerConfig
+from environments.docker.config import DockerConfig
 from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run, provider_for
 from tasks.commands import render_command

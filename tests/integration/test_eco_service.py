@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from environments.config import DockerConfig
+from environments.docker.config import DockerConfig
 from environments.ecosystems import load_ecosystem
 from flows.candidate import build_candidate
 from flows.providers import close_run, provider_for
@@ -198,7 +198,7 @@ CASES = _cases()
 @pytest.fixture(scope="module")
 def live(config):
     """One container on the seeded state with the server up; yields (sandbox, snapshot)."""
-    from environments.images import ecosystem_image
+    from environments.docker.images import ecosystem_image
 
     with provider_for(ecosystem_image(ECO, config), RUN_ID).sandbox() as sb:
         sb.write_files(ECO.seed_state(SEED))

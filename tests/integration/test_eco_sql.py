@@ -17,7 +17,7 @@ from collections import Counter
 
 import pytest
 
-from environments.config import DockerConfig
+from environments.docker.config import DockerConfig
 from environments.ecosystems import load_ecosystem
 from flows.candidate import build_candidate
 from flows.providers import close_run, provider_for

@@ -12,8 +12,8 @@ import uuid
 
 import pytest
 
-from environments.config import DockerConfig
-from environments.docker_backend import DockerProvider
+from environments.docker.backend import DockerProvider
+from environments.docker.config import DockerConfig
 from environments.sandbox import InfrastructureError
 from flows.candidate import engine_failure
 from flows.infrastructure import CandidateErrored, retried

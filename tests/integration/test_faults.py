@@ -12,7 +12,8 @@ import subprocess
 import docker
 import pytest
 
-from environments.config import DockerConfig, LocalConfig
+from environments.docker.config import DockerConfig
+from environments.local.config import LocalConfig
 from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph

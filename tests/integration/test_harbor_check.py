@@ -16,11 +16,10 @@ import shutil
 import docker
 import pytest
 
-from environments.config import DockerConfig
-from flows.export_harbor import load_ecosystems, load_rows
-from tasks.harbor import ExportTask
-from tasks.harbor_check import check_folder
-from tasks.harbor_container import remove_labelled
+from environments.docker.config import DockerConfig
+from tasks.harbor.check import check_folder
+from tasks.harbor.container import remove_labelled
+from tasks.harbor.source import ExportTask, load_ecosystems, load_rows
 from tests.integration.test_faults import FAULTS, planted
 from tests.support.dataset import write_outcomes
 from tests.support.harbor_data import ROOT, accepted, built, taskfactory
@@ -128,7 +127,7 @@ def test_a_check_sweeps_what_a_killed_check_left_and_keeps_a_live_ones():
     import io
     import subprocess
 
-    from tasks.harbor_container import CHECK_LABEL, sweep_stale
+    from tasks.harbor.container import CHECK_LABEL, sweep_stale
 
     dead = subprocess.Popen(["true"])
     dead.wait()

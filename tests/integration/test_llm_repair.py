@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from environments.config import LocalConfig
+from environments.local.config import LocalConfig
 from flows import candidate as candidate_module
 from flows.candidate import build_candidate
 from flows.providers import close_run

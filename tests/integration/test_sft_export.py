@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from environments.config import LocalConfig
+from environments.local.config import LocalConfig
 from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run
 from tasks.plan import plan_candidates
@@ -230,8 +230,8 @@ def test_grounding_audit_does_not_depend_on_the_order_rows_are_read(data):
     import duckdb
     import pyarrow.compute as pc
 
-    from flows.query import connect
-    from flows.stats_instructions import instruction_stats
+    from tasks.dataset.query import connect
+    from tasks.dataset.stats_instructions import instruction_stats
 
     con = connect(data)
     tasks = con.sql("select * from tasks").to_arrow_table()

@@ -6,7 +6,7 @@ from collections import defaultdict
 
 import pytest
 
-from environments.config import LocalConfig
+from environments.local.config import LocalConfig
 from flows import candidate as candidate_module
 from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run, provider_for
@@ -88,8 +88,8 @@ def test_both_views_show_the_same_observations_and_the_exact_commands(accepted):
 
 @pytest.mark.docker
 def test_service_views_are_grounded_and_replay_in_a_container():
-    from environments.config import DockerConfig
-    from environments.images import ecosystem_image
+    from environments.docker.config import DockerConfig
+    from environments.docker.images import ecosystem_image
 
     eco = ecosystem("service")
     config = ecosystem_image(eco, DockerConfig())

@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from environments.config import DockerConfig
-from flows.candidate import backend_for, build_candidate, ecosystem
+from environments.docker.config import DockerConfig
+from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run, provider_for
 from schemas.trace import Trace
 from schemas.verifier import Check
@@ -69,7 +69,7 @@ def test_each_check_matters(name):
                               for c in candidates) if o.task]
     assert len(tasks) >= 5
     mutated = 0
-    config = backend_for(eco, DockerConfig())
+    config = DockerConfig().for_ecosystem(eco)
     for task in tasks:
         trace = Trace.model_validate_json(task.trace_json)
         checks = [Check(**c) for c in json.loads(task.checks_json)]

@@ -1,8 +1,8 @@
 """Write candidates' outcomes into a real dataset without a Prefect flow run.
 
 The rows go the way the factory writes them: stamped with provenance by the real
-:class:`flows.recorder.Recorder` (exact-id dedup only, so that a test keeps every task it
-built) and committed as shards by :class:`tasks.publish.ShardWriter` under the dataset lock.
+:class:`tasks.dataset.recorder.Recorder` (exact-id dedup only, so that a test keeps every task it
+built) and committed as shards by :class:`tasks.dataset.writer.ShardWriter` under the dataset lock.
 """
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from flows.candidate import Outcome
-from flows.provenance import RunIdentity
-from flows.recorder import Recorder
-from tasks.dedup import DedupIndex
-from tasks.manifest import open_for_writing
-from tasks.publish import ShardWriter
+from tasks.dataset.dedup import DedupIndex
+from tasks.dataset.lock import open_for_writing
+from tasks.dataset.provenance import RunIdentity
+from tasks.dataset.recorder import Recorder
+from tasks.dataset.writer import ShardWriter
+from tasks.pipeline import Outcome
 
 
 def write_outcomes(data: Path, run_id: str, outcomes: Iterable[Outcome],

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from flows.query import connect
+from tasks.dataset.query import connect
 
 SETTINGS = ["--tasks", 12, "--seed", 11, "--backend", "docker", "--ecosystem", "files,sql",
             "--workers", 2, "--shard-rows", 3]

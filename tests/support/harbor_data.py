@@ -12,10 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from environments.config import DockerConfig, LocalConfig
-from flows.candidate import Outcome, build_candidate, ecosystem
+from environments.docker.config import DockerConfig
+from environments.local.config import LocalConfig
+from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run
 from schemas.graph import Candidate
+from tasks.pipeline import Outcome
 from tasks.plan import plan_candidates
 
 SHALLOW = {1: 1.0, 2: 2.0, 3: 1.0}

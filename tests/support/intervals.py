@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from flows.query import run_query
+from tasks.dataset.query import run_query
 
 
 def intervals(data: Path) -> list[tuple[float, float]]:

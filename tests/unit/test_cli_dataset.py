@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tasks.manifest import load_manifest
+from tasks.dataset.manifest import load_manifest
 
 V1 = Path(__file__).parents[1] / "fixtures" / "datasets" / "v1"
 CLI = [sys.executable, "-m", "flows.cli"]
@@ -114,7 +114,7 @@ def test_bad_resume_and_dataset_input(tmp_path, setup, args, needle):
 
 
 def test_run_refuses_a_dataset_another_process_is_writing(data):
-    from tasks.manifest import open_for_writing
+    from tasks.dataset.lock import open_for_writing
 
     with open_for_writing(data):
         proc = run_cli("run", "--data", data, "--backend", "local", "--tasks", 2)

@@ -14,17 +14,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from flows.query import connect, run_query
 from schemas.arrow import arrow_schema
 from schemas.records import SCHEMA_VERSION, AttemptRow, Message, Provenance, StepRow, TrajectoryRow
-from tasks.checksums import shard_problem
-from tasks.manifest import (
-    DatasetError,
-    dataset_lock,
-    load_manifest,
-    open_for_writing,
-)
-from tasks.publish import ShardWriter
+from tasks.dataset.checksums import shard_problem
+from tasks.dataset.lock import dataset_lock, open_for_writing
+from tasks.dataset.manifest import DatasetError, load_manifest
+from tasks.dataset.query import connect, run_query
+from tasks.dataset.writer import ShardWriter
 
 V1 = Path(__file__).parents[1] / "fixtures" / "datasets" / "v1"
 PROV = Provenance(run_id="r1", flow_run_id=None, generator_version="0+test", config_hash="c",
@@ -233,7 +229,7 @@ def test_a_killed_writer_releases_the_lock_though_a_forked_child_lives_on(tmp_pa
     # a sandbox child caught between fork and exec when its parent is SIGKILLed still has
     # the lock file open; the lock must die with the parent all the same
     code = ("import os, signal, sys, time\nfrom pathlib import Path\n"
-            "from tasks.manifest import open_for_writing\n"
+            "from tasks.dataset.lock import open_for_writing\n"
             "with open_for_writing(Path(sys.argv[1])):\n"
             "    pid = os.fork()\n"
             "    if pid == 0:  # keeps the lock file open, lets go of the output pipes\n"

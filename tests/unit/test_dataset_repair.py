@@ -12,20 +12,14 @@ from pathlib import Path
 import pytest
 
 from flows.cli import main
-from flows.query import run_query
-from flows.runs import begin
 from schemas.records import AttemptRow, Provenance, RunRow, StepRow
-from tasks.commits import QUARANTINE, listed_groups, read_record
-from tasks.dataset_repair import apply_repair, plan_repair
-from tasks.manifest import (
-    MANIFEST,
-    DatasetError,
-    dataset_lock,
-    load_manifest,
-    open_for_writing,
-    save_manifest,
-)
-from tasks.publish import ShardWriter
+from tasks.dataset.commits import QUARANTINE, listed_groups, read_record
+from tasks.dataset.lock import dataset_lock, open_for_writing
+from tasks.dataset.manifest import MANIFEST, DatasetError, load_manifest, save_manifest
+from tasks.dataset.query import run_query
+from tasks.dataset.repair import apply_repair, plan_repair
+from tasks.dataset.runs import begin
+from tasks.dataset.writer import ShardWriter
 
 V2 = Path(__file__).parents[1] / "fixtures" / "datasets" / "v2"
 RUN = "20261202T000000-abcdef"

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from flows.candidate import Outcome
-from flows.provenance import RunIdentity
-from flows.query import run_query
-from flows.recorder import Recorder, step_rows
 from schemas.records import AttemptRow, TaskRow
 from schemas.trace import Trace
-from tasks.dedup import THRESHOLD, DedupIndex, shingles
+from tasks.dataset.dedup import THRESHOLD, DedupIndex, shingles
+from tasks.dataset.provenance import RunIdentity
+from tasks.dataset.query import run_query
+from tasks.dataset.recorder import Recorder, step_rows
+from tasks.pipeline import Outcome
 
 V1 = Path(__file__).parents[1] / "fixtures" / "datasets" / "v1"
 _, ROWS = run_query(V1, "select task_id, fingerprint, instruction from tasks order by task_id")

@@ -4,12 +4,12 @@ attempt of the same candidate; stats and the run tally count them apart."""
 from __future__ import annotations
 
 from environments.sandbox import InfrastructureError
-from flows import runs
 from flows.candidate import engine_failure
 from flows.infrastructure import errored
-from flows.query import connect
-from flows.stats import report
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
+from tasks.dataset import runs
+from tasks.dataset.query import connect
+from tasks.dataset.stats import report
 from tests.support.dataset import write_outcomes
 
 RUN = "r1"

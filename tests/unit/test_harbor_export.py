@@ -25,7 +25,7 @@ NO_DOCKER = {**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
-    from environments.config import LocalConfig
+    from environments.local.config import LocalConfig
 
     data = tmp_path_factory.mktemp("data")
     outcomes = accepted(["files", INVENTORY], LocalConfig(), 2, f"utest-harbor-{os.getpid()}")

@@ -8,7 +8,7 @@ import threading
 import duckdb
 import pytest
 
-from flows.interrupts import keyboard_interrupts
+from tasks.dataset.interrupts import keyboard_interrupts
 
 
 @keyboard_interrupts()

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from flows.query import connect
-from flows.stats_instructions import instruction_stats, opening
+from tasks.dataset.query import connect
+from tasks.dataset.stats_instructions import instruction_stats, opening
 
 V1 = Path(__file__).parents[1] / "fixtures" / "datasets" / "v1"
 

@@ -88,7 +88,7 @@ def test_a_module_that_hangs_on_import_is_one_line(tmp_path, monkeypatch):
 def test_a_worker_that_dies_is_an_error_not_a_hang(tmp_path):
     (tmp_path / "m.py").write_text("import os\ndef die():\n    os._exit(3)\n")
     pool = WorkerPool(tmp_path, {"seed": "m.py"})
-    assert pool.start() == {"seed": ["die"]}
+    assert pool.start() == {"seed": {"die": []}}  # each function with its parameters
     with pytest.raises(UserCodeError, match="worker process died"):
         pool.call("seed", "die", (), {}, 10, "seed.die()")
     pool.close()
@@ -114,5 +114,7 @@ def test_a_samplers_context_may_use_any_keyword(tmp_path, in_workers):
 
     (tmp_path / "s.py").write_text("def pick(content, rng, name, role):\n"
                                    "    return f'{name}/{role}'\n")
-    functions = load_functions(tmp_path, {"samplers": "s.py"}, in_workers)
+    functions, shapes = load_functions(tmp_path, {"samplers": "s.py"}, in_workers)
     assert functions["samplers"]["pick"](b"", random.Random(1), name="n", role="r") == "n/r"
+    names = [name for name, _, _ in shapes["samplers"]["pick"] or []]
+    assert names == ["content", "rng", "name", "role"]

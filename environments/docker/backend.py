@@ -1,0 +1,361 @@
+"""Docker backend: one hardened, long-lived container per sandbox (docker SDK, real engine).
+
+Each container runs under docker-init with no network, all capabilities dropped,
+no-new-privileges, a pids limit, memory == memory+swap, a CPU quota and uid 1000; its
+command is the sandbox's first runner (below), then ``sleep infinity``.
+Containers carry the labels ``taskfactory.run`` and ``taskfactory.owner_pid`` for ``reap``.
+
+How verbs reach the container depends on ``DockerConfig.exec_via``:
+
+- ``"runner"`` (default): one runner process per sandbox inside the container
+  (``environments.runner``) serves ``exec``, ``write_files`` and ``read_file`` over a
+  framed protocol, concurrently; snapshots and restores run in it too. The first runner
+  is the container's own command (its stdio attached before the start, its hello awaited
+  on first use), which saves the ``docker exec`` that would start it. If a runner dies (a
+  ``kill`` by a command, the OOM killer), the command in flight gets a failed result and
+  the next call starts a new runner with ``docker exec``, which first KILLs what the dead
+  one left running. While no runner can be started, calls fall back to the path below
+  (retried with a growing backoff). Files the sandbox user may not write or read go
+  through the engine's archive calls.
+- ``"docker-exec"``: one ``docker exec`` per command and the archive calls for files
+  (``environments.docker.exec_path``).
+
+Both keep the same contract (the conformance suite runs against each).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import posixpath
+import re
+import uuid
+from typing import TYPE_CHECKING
+
+import docker
+import docker.errors
+from docker.types import LogConfig
+
+from environments.docker.exec_path import (
+    Hijacked,
+    attach_container,
+    exec_once,
+    get_file,
+    put_files,
+)
+from environments.docker.faults import ENGINE_ERRORS, EngineUnreachableError, as_infrastructure
+from environments.docker.mounts import SNAP_ROOT, scratch_mounts
+from environments.docker.runner_channel import (
+    RunnerChannel,
+    RunnerFileError,
+    RunnerGone,
+    RunnerSlot,
+)
+from environments.runner import container_argv
+from environments.sandbox import (
+    DEFAULT_READ_MAX,
+    ExecResult,
+    InfrastructureError,
+    Sandbox,
+    SandboxClosedError,
+    SandboxError,
+    SandboxProvider,
+    SandboxUnavailableError,
+    Snapshot,
+)
+
+if TYPE_CHECKING:
+    from environments.docker.config import DockerConfig
+
+RUN_LABEL = "taskfactory.run"
+OWNER_LABEL = "taskfactory.owner_pid"
+API_TIMEOUT = 60
+SNAPSHOT_TIMEOUT_S = 600
+_SNAPSHOT_SH = 'set -e; umask 077; mkdir -p "$1"; cp -a "$2/." "$1/"'
+_RESTORE_SH = (
+    'set -e; test -d "$1" || { echo "snapshot $1 is gone" >&2; exit 3; }; '
+    'chmod -R u+w "$2" 2>/dev/null || true; find "$2" -mindepth 1 -delete; cp -a "$1/." "$2/"'
+)
+
+
+def _remove(api: docker.APIClient, container_id: str) -> bool:
+    """Force-remove a container; False when it was already gone.  InfrastructureError
+    when the engine does not answer (the container is reaped later)."""
+    try:
+        api.remove_container(container_id, force=True, v=True)
+        return True
+    except docker.errors.NotFound:
+        return False
+    except ENGINE_ERRORS as e:
+        if isinstance(e, docker.errors.APIError) and e.status_code == 409 \
+                and "already in progress" in str(e):
+            return False
+        what = f"cannot remove container {container_id[:12]}"
+        raise as_infrastructure(e, what) or SandboxError(f"{what}: {e}") from e
+
+
+class DockerSandbox(Sandbox):
+    """A running container; ``workdir`` is the configured one ("/workspace")."""
+
+    def __init__(
+        self, provider: DockerProvider, container_id: str, name: str, labels: dict[str, str],
+        attached: Hijacked | None = None,
+    ) -> None:
+        super().__init__(provider)
+        self._api, self._cfg = provider.client.api, provider.config
+        self.container_id, self.name, self.labels = container_id, name, labels
+        self.workdir = provider.config.workdir
+        self._snaps: set[str] = set()
+        limit = max(2 * self._cfg.output_cap_bytes, DEFAULT_READ_MAX) + 2**20
+        self._runners = RunnerSlot(self._api, container_id, self._cfg.user, limit, name,
+                                   attached)
+
+    def _abs(self, path: str) -> str:
+        return posixpath.normpath(posixpath.join(self.workdir, path))
+
+    def _api_error(self, e: Exception, what: str, server_errors: bool = True) -> SandboxError:
+        if self._closed:
+            return SandboxClosedError(f"sandbox {self.name} is closed")
+        return (as_infrastructure(e, f"{what} in sandbox {self.name}", server_errors)
+                or SandboxError(f"{what} failed in sandbox {self.name}: {e}"))
+
+    def _check_running(self, what: str) -> None:
+        """InfrastructureError when the container is gone or stopped (an engine restart
+        stops every container), or the engine does not answer."""
+        try:
+            state = self._api.inspect_container(self.container_id).get("State") or {}
+        except ENGINE_ERRORS as e:
+            raise self._api_error(e, what) from e
+        if not state.get("Running") and not self._closed:
+            raise InfrastructureError(
+                f"{what} in sandbox {self.name}: its container stopped "
+                f"({state.get('Status')}, exit code {state.get('ExitCode')})")
+
+    def _closed_meanwhile(self) -> SandboxClosedError:
+        return SandboxClosedError(f"sandbox {self.name} was closed while the call ran")
+
+    def _channel(self) -> RunnerChannel | None:
+        """The runner, or None for plain docker exec (configured, or no runner right now)."""
+        return self._runners.get() if self._cfg.exec_via == "runner" else None
+
+    def _exec(self, argv: list[str], timeout: float, workdir: str | None,
+              env: dict[str, str] | None, stdin: bytes | None) -> ExecResult:
+        wd = self._abs(workdir) if workdir else self.workdir
+        cap = self._cfg.output_cap_bytes
+        runner = self._channel()
+        if runner is not None:
+            result = runner.exec(argv, timeout, wd, env, stdin, cap)
+            if not runner.alive and not self._closed:  # killed by the command, or the engine?
+                self._check_running("exec")
+        else:
+            try:
+                result = exec_once(self._api, self.container_id, self._cfg.user, cap, argv,
+                                   timeout, wd, env, stdin)  # fmt: skip
+            except ENGINE_ERRORS as e:
+                raise self._api_error(e, "exec") from e
+        if self._closed:
+            raise self._closed_meanwhile()
+        return result
+
+    def write_files(self, files: dict[str, bytes]) -> None:
+        """Through the runner as the sandbox user; where it is refused (a directory, or no
+        permission), through the engine's archive calls (as root, files chowned)."""
+        self._check_open()
+        targets: dict[str, bytes] = {}
+        for path, data in files.items():
+            p = self._abs(path)
+            if p == self.workdir:
+                raise SandboxError(f"cannot write a file at the workdir itself ({path!r})")
+            targets[p] = bytes(data)
+        runner = self._channel()
+        if runner is not None:
+            try:
+                return runner.write(targets)
+            except RunnerFileError as e:
+                if e.kind not in ("denied", "isdir"):
+                    raise SandboxError(f"write_files failed in sandbox {self.name}: {e}") from e
+            except RunnerGone as e:
+                if self._closed:
+                    raise self._closed_meanwhile() from e
+        self._write_archives(targets)
+
+    def _write_archives(self, targets: dict[str, bytes]) -> None:
+        """Files under workdir go in one tar (with parent dirs, owned by the sandbox user);
+        absolute paths elsewhere get ``mkdir -p`` as the sandbox user, then one tar per dir."""
+        groups: dict[str, dict[str, bytes]] = {}
+        for p, data in targets.items():
+            rel = posixpath.relpath(p, self.workdir)
+            if rel == ".." or rel.startswith("../"):
+                groups.setdefault(posixpath.dirname(p), {})[posixpath.basename(p)] = data
+            else:
+                groups.setdefault(self.workdir, {})[rel] = data
+        for root, group in groups.items():
+            if root != self.workdir:
+                res = self.exec(["mkdir", "-p", root], timeout=30)
+                if res.exit_code != 0:
+                    raise SandboxError(f"cannot create {root} in {self.name}: {res.stderr}")
+            try:
+                ok = put_files(self._api, self.container_id, root, group, self._cfg.user)
+            except ENGINE_ERRORS as e:
+                raise self._api_error(e, "write_files", server_errors=False) from e
+            if not ok:
+                raise SandboxError(f"put_archive to {root} failed in sandbox {self.name}")
+
+    def read_file(self, path: str, max_bytes: int = DEFAULT_READ_MAX) -> bytes:
+        """Through the runner; a file the sandbox user may not read through the engine."""
+        self._check_open()
+        p = self._abs(path)
+        runner = self._channel()
+        if runner is not None:
+            try:
+                return runner.read(p, max_bytes)
+            except RunnerFileError as e:
+                if e.kind == "notfound":
+                    raise FileNotFoundError(f"{p} not found in sandbox {self.name}") from e
+                if e.kind != "denied":
+                    raise SandboxError(f"cannot read {p} in sandbox {self.name}: {e}") from e
+            except RunnerGone as e:
+                if self._closed:
+                    raise self._closed_meanwhile() from e
+        try:
+            return get_file(self._api, self.container_id, p, max_bytes, self._abs,
+                            f"sandbox {self.name}")  # fmt: skip
+        except ENGINE_ERRORS as e:
+            failure = self._api_error(e, "read_file", server_errors=False)
+            if isinstance(e, docker.errors.NotFound) and type(failure) is SandboxError:
+                raise FileNotFoundError(f"{p} not found in sandbox {self.name}") from e
+            raise failure from e
+
+    def snapshot(self) -> Snapshot:
+        self._check_open()
+        sid = uuid.uuid4().hex[:16]
+        self._copy_tree("snapshot", self.workdir, f"{SNAP_ROOT}/{sid}", _SNAPSHOT_SH)
+        self._snaps.add(sid)
+        return Snapshot(id=sid)
+
+    def restore(self, snap: Snapshot) -> None:
+        self._check_open()
+        if snap.id not in self._snaps:
+            raise SandboxError(f"snapshot {snap.id!r} does not belong to sandbox {self.name}")
+        self._copy_tree("restore", f"{SNAP_ROOT}/{snap.id}", self.workdir, _RESTORE_SH)
+
+    def _copy_tree(self, op: str, src: str, dst: str, script: str) -> None:
+        """``op`` ("snapshot" or "restore") in the runner, else as a shell ``script``."""
+        runner = self._channel()
+        if runner is not None:
+            try:
+                return runner.copy_tree(op, src, dst)
+            except RunnerFileError as e:
+                raise SandboxError(f"{op} failed in sandbox {self.name}: {e}") from e
+            except RunnerGone as e:
+                if self._closed:
+                    raise self._closed_meanwhile() from e
+        snap, work = (dst, src) if op == "snapshot" else (src, dst)
+        res = self.exec(["sh", "-c", script, op, snap, work], timeout=SNAPSHOT_TIMEOUT_S)
+        if not res.ok:
+            raise SandboxError(f"{op} failed in sandbox {self.name}: {res.stderr[-2000:]}")
+
+    def _release(self) -> None:
+        try:
+            _remove(self._api, self.container_id)
+        finally:  # the container is gone, so a runner being started fails at once
+            self._runners.close()
+
+
+class DockerProvider(SandboxProvider):
+    """Opens DockerSandbox containers for one run (one docker client, shared by threads).
+    Raises SandboxUnavailableError when no daemon answers."""
+
+    def __init__(self, config: DockerConfig, run_id: str) -> None:
+        super().__init__(run_id)
+        self.config = config
+        try:
+            self.client = docker.from_env(timeout=API_TIMEOUT)
+            self.client.ping()
+        except docker.errors.DockerException as e:
+            raise EngineUnreachableError(
+                f"no Docker daemon answers ({e}); start one with "
+                "`bash environments/engine/ensure-docker.sh`"
+            ) from e
+
+    def _create(self, labels: dict[str, str]) -> DockerSandbox:
+        cfg = self.config
+        # our labels win over caller labels: reap depends on them
+        all_labels = {**labels, RUN_LABEL: self.run_id, OWNER_LABEL: str(os.getpid())}
+        name = f"tf-{re.sub(r'[^a-zA-Z0-9_.-]', '-', self.run_id)[:40]}-{uuid.uuid4().hex[:10]}"
+        via_runner = cfg.exec_via == "runner"
+        scratch = scratch_mounts(cfg)
+        try:  # create + start (not containers.run): a missing image must not trigger a pull
+            container = self.client.containers.create(
+                cfg.image, command=container_argv() if via_runner else ["sleep", "infinity"],
+                stdin_open=via_runner, name=name, init=cfg.init,  # + StdinOnce: EOF on detach
+                network_mode=cfg.network_mode, cap_drop=cfg.cap_drop,
+                # "none" also without libnetwork: the container keeps its own network
+                # namespace (loopback only), and the engine skips its per-container
+                # network hook, half of what a start and removal cost
+                network_disabled=cfg.network_mode == "none",
+                security_opt=cfg.security_opt, pids_limit=cfg.pids_limit,
+                mem_limit=f"{cfg.memory_mb}m", memswap_limit=f"{cfg.memory_mb}m",
+                nano_cpus=int(cfg.cpus * 1e9), user=cfg.user, working_dir=cfg.workdir,
+                labels=all_labels, log_config=LogConfig(type="none"), auto_remove=False,
+                mounts=scratch.mounts, tmpfs=scratch.tmpfs, read_only=scratch.read_only,
+            )  # fmt: skip
+        except docker.errors.ImageNotFound as e:
+            raise SandboxUnavailableError(
+                f"base image {cfg.image} is missing; build it with `make image`"
+            ) from e
+        except ENGINE_ERRORS as e:
+            what = f"cannot create a sandbox container from {cfg.image}"
+            raise as_infrastructure(e, what) or SandboxError(f"{what}: {e}") from e
+        attached, container_id = None, str(container.id)
+        try:
+            if via_runner:
+                attached = attach_container(self.client.api, container_id)
+            sb = DockerSandbox(self, container_id, name, all_labels, attached)
+            container.start()
+        except BaseException as e:
+            if attached is not None:
+                attached[1]()
+            with contextlib.suppress(SandboxError):  # else reaped with the run
+                _remove(self.client.api, container_id)
+            if isinstance(e, ENGINE_ERRORS):
+                what = f"cannot start sandbox container {name}"
+                raise as_infrastructure(e, what) or SandboxError(f"{what}: {e}") from e
+            raise
+        return sb
+
+    def reap(self, run_id: str | None = None) -> int:
+        """With ``run_id``: remove every container of that run. Without: remove every
+        taskfactory container whose owner process no longer exists on this host (owner
+        pids are host pids: don't reap(None) from inside another pid namespace)."""
+        label = f"{RUN_LABEL}={run_id}" if run_id else RUN_LABEL
+        try:
+            found = self.client.api.containers(all=True, filters={"label": label})
+        except ENGINE_ERRORS as e:
+            what = "cannot list sandbox containers"
+            raise as_infrastructure(e, what) or SandboxError(f"{what}: {e}") from e
+        with self._lock:
+            mine = {sb.container_id: sb for sb in self._open if isinstance(sb, DockerSandbox)}
+        removed = 0
+        for c in found:
+            if run_id is None and not owner_dead((c.get("Labels") or {}).get(OWNER_LABEL)):
+                continue
+            if c["Id"] in mine:
+                mine[c["Id"]].close()
+                removed += 1
+            elif _remove(self.client.api, c["Id"]):
+                removed += 1
+        return removed
+
+
+def owner_dead(pid_label: str | None) -> bool:
+    """True when ``pid_label`` names a process that no longer exists on this host."""
+    if not pid_label or not pid_label.isdigit():
+        return False  # cannot tell: keep it
+    try:
+        os.kill(int(pid_label), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False

@@ -1,0 +1,84 @@
+"""The docker backend's settings, and whether a Docker engine answers.
+
+Importing this module never imports the docker SDK: :meth:`DockerConfig.provider` and
+:func:`docker_available` import it when called.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, ClassVar, Literal, Self
+
+from pydantic import Field
+
+from environments.config import BackendConfig
+
+if TYPE_CHECKING:
+    from environments.ecosystems import Ecosystem
+    from environments.sandbox import SandboxProvider
+
+DEFAULT_IMAGE = "taskfactory/base:bookworm"
+
+
+class DockerConfig(BackendConfig):
+    """One hardened container per sandbox (see :mod:`environments.docker.backend`)."""
+
+    type: Literal["docker"] = "docker"
+    runs: ClassVar[Literal["docker", "local"]] = "docker"
+    image: str = DEFAULT_IMAGE
+    network_mode: str = "none"
+    cap_drop: list[str] = Field(default_factory=lambda: ["ALL"])
+    security_opt: list[str] = Field(default_factory=lambda: ["no-new-privileges"])
+    pids_limit: int = Field(default=256, gt=0)
+    memory_mb: int = Field(default=512, gt=0)  # memory and memory+swap are set equal
+    cpus: float = Field(default=1.0, gt=0)
+    user: str = "1000:1000"
+    workdir: str = "/workspace"
+    workdir_mb: int = Field(default=256, ge=0)
+    """The workdir lives on an in-memory filesystem capped at this many MiB (the sandbox's
+    snapshots on another, capped at ``memory_mb``); their pages count against
+    ``memory_mb``.  A full workdir fails writes with ENOSPC, and the candidates' file
+    churn never reaches the engine's disk.  0: the container's disk layer, uncapped."""
+    tmp_mb: int = Field(default=128, ge=0)
+    """``/tmp``, ``/var/tmp``, ``/run/lock`` and ``home`` are in-memory filesystems capped
+    at this many MiB each, and (with ``workdir_mb`` > 0) the root filesystem is read-only:
+    nothing a command writes reaches the engine's disk (``environments.docker.mounts``).
+    0: those places stay on the container's disk layer, uncapped."""
+    home: str = "/home/agent"
+    """The sandbox user's home in the image (made an in-memory place, starting empty)."""
+    init: bool = True
+    # "runner": verbs go through one long-lived process per sandbox inside the container
+    # (a few ms per command); "docker-exec": one `docker exec` per command (~50 ms).
+    exec_via: Literal["runner", "docker-exec"] = "runner"
+
+    def provider(self, run_id: str) -> SandboxProvider:
+        from environments.docker.backend import DockerProvider
+
+        return DockerProvider(self, run_id)
+
+    def available(self, timeout: float = 3.0) -> bool:
+        return docker_available(timeout)
+
+    def _with_image(self, eco: Ecosystem, packages: tuple[str, ...]) -> Self:
+        """The config whose ``image`` is ``eco``'s image with ``packages`` (built once)."""
+        from environments.docker.images import ecosystem_image
+
+        return ecosystem_image(eco, self, packages)
+
+
+def docker_available(timeout: float = 3.0) -> bool:
+    """True when a Docker daemon answers a ping within ``timeout`` s; False on any error."""
+    try:
+        import docker
+    except Exception:
+        return False
+    client = None
+    try:
+        client = docker.from_env(timeout=round(timeout) or 1)
+        return bool(client.ping())
+    except Exception:
+        return False
+    finally:
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()

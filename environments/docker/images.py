@@ -1,0 +1,117 @@
+"""Ecosystem images: ``FROM`` the local base tag, plus packages and support files.
+
+An ecosystem without extra packages or support files runs on the base image itself.
+Otherwise its image is built once (offline when no packages are needed), tagged by a
+content digest of base image id + packages + support files, and reused while the tag
+exists.  Support files land in ``/opt/taskfactory/<ecosystem>/``, owned by root.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import tarfile
+import threading
+from typing import TYPE_CHECKING, TypeVar
+
+from environments.ecosystems import Ecosystem
+from environments.sandbox import SandboxUnavailableError
+
+if TYPE_CHECKING:
+    import docker
+
+    from environments.docker.config import DockerConfig
+
+_build_lock = threading.Lock()
+D = TypeVar("D", bound="DockerConfig")
+_built: dict[tuple[str, str, str, tuple[str, ...]], DockerConfig] = {}
+"""(ecosystem, digest, base config, packages) -> the config of its image, once known."""
+_failed: dict[str, str] = {}
+"""Tags whose build failed in this process, and why: not retried (a build costs seconds)."""
+
+
+def dockerfile(base: str, eco_name: str, packages: list[str], support: list[str]) -> str:
+    lines = [f"FROM {base}", "USER root"]
+    if packages:
+        lines.append("RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "
+                     f"--no-install-recommends {' '.join(sorted(packages))} "
+                     "&& rm -rf /var/lib/apt/lists/*")
+    if support:
+        lines.append(f"COPY support/ /opt/taskfactory/{eco_name}/")
+        lines.append(f"RUN chmod -R a+rX /opt/taskfactory/{eco_name}")
+    lines += ["USER 1000:1000", "WORKDIR /workspace"]
+    return "\n".join(lines) + "\n"
+
+
+def _context(text: str, files: dict[str, bytes]) -> io.BytesIO:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in {"Dockerfile": text.encode(), **files}.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    buf.seek(0)
+    return buf
+
+
+def ecosystem_image(eco: Ecosystem, config: D, extra_packages: tuple[str, ...] = ()) -> D:
+    """The docker config with ``image`` set to the ecosystem's image (built if missing),
+    with ``extra_packages`` installed on top of the ecosystem's own.
+
+    Raises SandboxUnavailableError when the base image is missing or the build fails (for
+    instance, a package the Debian archive does not have)."""
+    spec = eco.spec.image
+    packages = sorted({*spec.packages, *extra_packages})
+    if not packages and not spec.support:
+        return config
+    key = (str(eco.folder), eco.digest, config.model_dump_json(), tuple(packages))
+    with _build_lock:
+        known = _built.get(key)
+    if not isinstance(known, type(config)):
+        known = _built[key] = _image(eco, config, packages)
+    return known
+
+
+def _image(eco: Ecosystem, config: D, packages: list[str]) -> D:
+    import docker
+
+    client = docker.from_env(timeout=600)
+    try:
+        return config.model_copy(update={"image": _build(client, eco, config.image, packages)})
+    finally:
+        client.close()
+
+
+def _build(client: docker.DockerClient, eco: Ecosystem, base: str, packages: list[str]) -> str:
+    """The tag of the ecosystem's image on ``base`` with ``packages``, built if missing."""
+    import docker.errors
+
+    spec = eco.spec.image
+    try:
+        base_id = str(client.images.get(base).id)
+    except docker.errors.ImageNotFound as exc:
+        raise SandboxUnavailableError(f"base image {base} is missing; build it with "
+                                      "`make image`") from exc
+    support = {f"support/{name}": (eco.folder / name).read_bytes() for name in spec.support}
+    text = dockerfile(base, eco.name, packages, spec.support)
+    digest = hashlib.sha256(base_id.encode() + text.encode())
+    for name in sorted(support):
+        digest.update(name.encode() + b"\0" + support[name])
+    tag = f"taskfactory/eco-{eco.name}:{digest.hexdigest()[:12]}"
+    with _build_lock:
+        if tag in _failed:
+            raise SandboxUnavailableError(f"cannot build the image of ecosystem {eco.name!r}: "
+                                          f"{_failed[tag]} (an earlier build failed)")
+        try:
+            client.images.get(tag)
+        except docker.errors.ImageNotFound:
+            try:
+                client.images.build(fileobj=_context(text, support), custom_context=True,
+                                    tag=tag, rm=True, forcerm=True, pull=False,
+                                    network_mode="default" if packages else "none",
+                                    labels={"taskfactory.image": "ecosystem"})
+            except docker.errors.BuildError as exc:
+                _failed[tag] = str(exc)[:300]
+                raise SandboxUnavailableError(f"cannot build the image of ecosystem "
+                                              f"{eco.name!r}: {exc}") from exc
+    return tag

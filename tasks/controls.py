@@ -1,0 +1,187 @@
+"""The controls: what the gate and ``check-harbor`` try on a task, one list for both.
+
+A control starts from the task's initial state, does something — nothing, the reference
+solution, a shortcut, part of the solution — and scores the result with the task's
+verifier.  The reference must pass (and its ``solve.sh`` exit 0); every other control
+must fail (reward 0).  A task is sound only when every control scores so.
+
+Controls run on a :class:`Host`: the gate's sandbox, restored to the initial state's
+snapshot for each control (:mod:`tasks.validate`), or a fresh container of an exported
+Harbor image for each one (:mod:`tasks.harbor.host`).  Checks that only one side can make
+stay with it: the gate's realization and determinism replay, Harbor's identity of the
+rebuilt environment.
+
+:data:`CONTROLS`, in the order they run:
+
+- ``nop``: nothing is done;
+- ``reference``: the reference solution;
+- ``empty``: every expected output created empty (:mod:`tasks.shortcuts`);
+- ``partial``: the reference minus its last mutating step (only when it has one);
+- ``literals``: every output holding the instruction's literals, the answer tried as each.
+
+A new control is one entry in :data:`CONTROLS`: what it does from the initial state (with
+the host's four verbs), what it expects, and the rejection it causes in the gate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from environments.ecosystems import Ecosystem
+from schemas.trace import Trace
+from schemas.verifier import Check
+from tasks.commands import solution_script
+from tasks.failures import Reason, StageFailure
+from tasks.shortcuts import Shortcut, shortcut
+
+
+@dataclass(frozen=True)
+class Score:
+    """What the verifier said: reward 1 or 0, checks passed of checks total; with several
+    answers tried, the best trial and how many were tried."""
+
+    reward: float
+    checks_passed: int | None = None
+    checks_total: int | None = None
+    trials: int = 0
+
+
+class Host(Protocol):
+    """Where controls run: one task's environment, in the gate or in Harbor's container."""
+
+    def start(self) -> AbstractContextManager[object]:
+        """The task's initial state, fresh for one control (left when the control ends)."""
+
+    def solve(self, script: str | None = None) -> int:
+        """Run ``script`` (None: the task's reference solution) as the agent would, in the
+        workdir; its exit code."""
+
+    def apply(self, fake: Shortcut) -> None:
+        """Write the shortcut's files and run its commands as the agent."""
+
+    def score(self, answers: list[str] | None = None) -> Score:
+        """Run the verifier on the current state; with ``answers``, each text in turn as
+        the answer file, the best trial counting."""
+
+
+@dataclass(frozen=True)
+class ControlTask:
+    """What controls read of a task."""
+
+    eco: Ecosystem
+    trace: Trace
+    checks: list[Check]
+    instruction: str
+
+
+@dataclass(frozen=True)
+class Acted:
+    """What a control did: a solution's exit code, the answers the verifier must try."""
+
+    solve_exit: int | None = None
+    answers: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class Control:
+    """One control: its name, what it does, what it expects, the gate's rejection."""
+
+    name: str
+    act: Callable[[Host, ControlTask], Acted]
+    expect: Literal["pass", "fail"]
+    reason: Reason
+    """The gate's rejection reason when the control does not score as expected."""
+    failure: str
+    """The rejection's detail, formatted with ``passed``, ``total`` and ``solve_exit``."""
+    applies: Callable[[ControlTask], bool] = lambda task: True
+
+    def holds(self, reward: float, solve_exit: int | None) -> bool:
+        """Did the control score as expected?"""
+        if self.expect == "pass":
+            return reward == 1 and solve_exit in (None, 0)
+        return reward == 0
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One control run on one host."""
+
+    control: Control
+    score: Score
+    solve_exit: int | None
+
+    @property
+    def ok(self) -> bool:
+        return self.control.holds(self.score.reward, self.solve_exit)
+
+    def failure(self) -> StageFailure:
+        """The gate's rejection for a control that did not score as expected."""
+        detail = self.control.failure.format(passed=self.score.checks_passed,
+                                             total=self.score.checks_total,
+                                             solve_exit=self.solve_exit)
+        return StageFailure("validate", self.control.reason, detail)
+
+
+def _writes(task: ControlTask) -> list:
+    return [s for s in task.trace.steps if task.eco.spec.tool(s.tool).effect == "write"]
+
+
+def _nothing(host: Host, task: ControlTask) -> Acted:
+    return Acted()
+
+
+def _reference(host: Host, task: ControlTask) -> Acted:
+    return Acted(solve_exit=host.solve())
+
+
+def _partial(host: Host, task: ControlTask) -> Acted:
+    last = _writes(task)[-1]
+    steps = [s for s in task.trace.steps if s is not last]
+    return Acted(solve_exit=host.solve(solution_script(task.trace, task.eco.spec.answer_file,
+                                                       steps)))
+
+
+def _faked(kind: str) -> Callable[[Host, ControlTask], Acted]:
+    def act(host: Host, task: ControlTask) -> Acted:
+        fake = shortcut(task.eco, task.checks, kind, task.instruction)
+        host.apply(fake)
+        return Acted(answers=fake.answers)
+    return act
+
+
+PASSES = "the verifier passes {} ({{passed}}/{{total}} checks)"
+
+CONTROLS: tuple[Control, ...] = (
+    Control("nop", _nothing, "fail", "baseline_passed",
+            "verifier passes on the untouched environment ({passed}/{total} checks)"),
+    Control("reference", _reference, "pass", "reference_failed",
+            "reference solution exit {solve_exit}, verifier {passed}/{total} checks"),
+    Control("empty", _faked("empty"), "fail", "empty_outputs_passed",
+            PASSES.format("with every output created empty")),
+    Control("partial", _partial, "fail", "partial_solution_passed",
+            PASSES.format("after the reference solution minus its last mutating step"),
+            applies=lambda task: bool(_writes(task))),
+    Control("literals", _faked("literals"), "fail", "literals_passed",
+            PASSES.format("with the outputs holding the instruction's literals")),
+)
+"""Every control, in the order the gate and ``check-harbor`` run them."""
+
+
+def controls_for(task: ControlTask) -> list[Control]:
+    """The controls that apply to ``task``, in order."""
+    return [c for c in CONTROLS if c.applies(task)]
+
+
+def control_named(name: str) -> Control:
+    return next(c for c in CONTROLS if c.name == name)
+
+
+def run_control(host: Host, control: Control, task: ControlTask) -> Trial:
+    """``control`` on ``host``, from the initial state."""
+    with host.start():
+        acted = control.act(host, task)
+        score = host.score(acted.answers)
+    return Trial(control, score, acted.solve_exit)

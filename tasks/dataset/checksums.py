@@ -1,0 +1,101 @@
+"""Shard integrity: every listed shard's size and sha256, checked before it is read.
+
+Every reader (``query``, ``stats``, ``card``, the exports, ``check-harbor``, the factory)
+and every writer goes through :func:`problems`, so no byte a manifest does not vouch for is
+ever served.  A verdict is cached per process, keyed by the file's identity and state
+(device, inode, size, mtime, ctime) and the expected sha256: a file that is rewritten gets
+a new ctime and is hashed again; one that is not is hashed once however often it is opened
+(the factory opens a dataset four times per run).  Files are hashed in a few threads:
+hashlib releases the GIL while it digests.
+
+The shards a reader of this process left out are remembered (:func:`take_excluded`), so
+the CLI can end with its own exit code instead of 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from tasks.dataset.manifest import REPAIR_HINT, DatasetError, Manifest, ShardEntry
+
+HASH_THREADS = 4
+_verdicts: dict[tuple, str | None] = {}
+_excluded: dict[str, str] = {}
+_lock = threading.Lock()
+
+
+def sha256_file(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def _check(path: Path, entry: ShardEntry) -> tuple[tuple | None, str | None]:
+    """(cache key, problem) of one shard; the key is None when there is nothing to cache."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None, "missing"
+    if entry.bytes is not None and st.st_size != entry.bytes:
+        return None, f"{st.st_size} bytes, the manifest says {entry.bytes}"
+    key = (str(path.resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
+           st.st_ctime_ns, entry.sha256)
+    with _lock:
+        if key in _verdicts:
+            return key, _verdicts[key]
+    try:
+        ok = sha256_file(path) == entry.sha256
+    except OSError as exc:
+        return None, f"unreadable ({exc.strerror or exc})"
+    return key, None if ok else "sha256 differs from the manifest"
+
+
+def problems(data_dir: Path, entries: Iterable[ShardEntry]) -> dict[str, str]:
+    """Listed path -> why it cannot be trusted (missing, wrong size, wrong sha256), for the
+    shards of ``entries`` that fail; every other one is intact."""
+    entries = list(entries)
+    threads = max(1, min(HASH_THREADS, os.cpu_count() or 1, len(entries)))
+    with ThreadPoolExecutor(threads) as pool:
+        verdicts = list(pool.map(lambda e: _check(data_dir / e.path, e), entries))
+    found = {}
+    with _lock:
+        for entry, (key, problem) in zip(entries, verdicts, strict=True):
+            if key is not None:
+                _verdicts[key] = problem
+            if problem is not None:
+                found[entry.path] = problem
+    return found
+
+
+def shard_problem(data_dir: Path, entry: ShardEntry) -> str | None:
+    """Why one listed shard cannot be trusted, or None."""
+    return problems(data_dir, [entry]).get(entry.path)
+
+
+def require_intact(data_dir: Path, manifest: Manifest) -> None:
+    """DatasetError naming the first corrupt listed shard and ``taskfactory repair``."""
+    bad = problems(data_dir, manifest.shards)
+    if bad:
+        path, problem = next(iter(bad.items()))
+        more = f" and {len(bad) - 1} more" if len(bad) > 1 else ""
+        raise DatasetError(f"{data_dir} has corrupt shards: {data_dir / path} ({problem}){more}; "
+                           f"quarantine them and re-run their candidates with "
+                           f"`{REPAIR_HINT.format(data=data_dir)}`")
+
+
+def note_excluded(path: Path, problem: str) -> None:
+    """Record that a reader of this process left ``path`` out."""
+    with _lock:
+        _excluded[str(path)] = problem
+
+
+def take_excluded() -> dict[str, str]:
+    """The shards readers of this process left out since the last call (and forget them)."""
+    with _lock:
+        found = dict(_excluded)
+        _excluded.clear()
+    return found

@@ -1,0 +1,115 @@
+"""The writer lock of a dataset folder, and opening a folder for writing.
+
+One writer at a time: :func:`dataset_lock` takes an exclusive POSIX record lock on
+``<data>/.lock``.  The kernel releases it when the process dies, even by SIGKILL, and,
+unlike ``flock``, a forked child does not share it: a sandbox child caught between fork
+and exec when its parent is killed cannot keep the dataset locked.  POSIX locks do not
+exclude the owning process itself, so an in-process registry does that; a holder may
+*lend* the lock once, to one nested :func:`open_for_writing` in the same process (the CLI
+takes the lock before Prefect starts and the flow it runs re-enters it).
+
+:func:`open_for_writing` makes the checks every writer makes before it writes anything
+(:mod:`tasks.dataset.manifest` states the protocol they protect).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from tasks.dataset.checksums import require_intact
+from tasks.dataset.commits import adopt_abandoned
+from tasks.dataset.manifest import DatasetError, Manifest, load_manifest
+
+LOCK = ".lock"
+
+
+@dataclass
+class _Hold:
+    lend: bool
+    lent: bool = False
+
+
+_held: dict[Path, _Hold] = {}
+"""Datasets this process holds the lock of."""
+_registry = threading.Lock()
+
+
+def _lock_busy(data_dir: Path) -> DatasetError:
+    return DatasetError(f"another taskfactory process is writing to {data_dir}; wait for it "
+                        "to finish or use another --data folder")
+
+
+def _try_lock(f, data_dir: Path) -> None:
+    try:
+        fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EAGAIN):
+            raise _lock_busy(data_dir) from None
+        raise
+
+
+@contextlib.contextmanager
+def dataset_lock(data_dir: Path, lend: bool = False) -> Iterator[None]:
+    """Hold ``data_dir``'s writer lock (creating the folder and its ``.lock`` if needed).
+
+    Raises DatasetError at once when another process, or another holder in this process,
+    has it.  ``lend``: one nested ``dataset_lock`` of this process (a flow the holder runs)
+    may enter while this one holds it; a second nested one is refused like a stranger."""
+    key = data_dir.resolve()
+    with _registry:
+        hold = _held.get(key)
+        if hold is not None:
+            if not hold.lend or hold.lent:
+                raise _lock_busy(data_dir)
+            hold.lent = True
+    if hold is not None:
+        try:
+            yield
+        finally:
+            hold.lent = False
+        return
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with open(data_dir / LOCK, "a+") as lock:
+        with _registry:
+            if key in _held:  # another thread of this process took it meanwhile
+                raise _lock_busy(data_dir)
+            _try_lock(lock, data_dir)
+            _held[key] = _Hold(lend)
+        try:
+            yield
+        finally:
+            with _registry:
+                _held.pop(key, None)
+
+
+@contextlib.contextmanager
+def open_for_writing(data_dir: Path, warn: Callable[[str], object] = lambda _: None
+                     ) -> Iterator[Manifest]:
+    """Lock ``data_dir`` for this process and yield its manifest, checked for writing.
+
+    DatasetError (naming ``taskfactory repair``) when shard files are on disk that the
+    manifest cannot account for or a listed shard is corrupt; DatasetError also when
+    another writer holds the lock or the dataset is newer.  The unlisted files of one
+    killed writer's commit are added to ``manifest.abandoned`` (saved with the next
+    commit) and passed to ``warn``; nothing is deleted."""
+    with dataset_lock(data_dir):
+        manifest = load_manifest(data_dir)
+        found = adopt_abandoned(data_dir, manifest)
+        if found:
+            warn(f"{len(found)} files of a commit an interrupted writer did not finish are "
+                 f"not in the dataset ({', '.join(found)}); they are kept and never read; "
+                 f"`taskfactory vacuum --data {data_dir}` removes them")
+        require_intact(data_dir, manifest)
+        yield manifest
+
+
+def holds(data_dir: Path) -> bool:
+    """Whether this process holds ``data_dir``'s writer lock."""
+    with _registry:
+        return data_dir.resolve() in _held

@@ -1,0 +1,157 @@
+"""``taskfactory stats``: a dataset report built from independent sections.
+
+A section is a function from a DuckDB connection (the views of :func:`tasks.dataset.query.connect`)
+to a markdown fragment (a ``##`` heading and a table).  :data:`SECTIONS` lists them in
+report order; adding one is one line.  The terminal, the Prefect markdown artifact and
+the dataset card all use :func:`report`.  Imports neither Prefect nor Docker.
+
+Token counts are approximate: characters of message text (content, reasoning, tool call
+names and arguments) divided by 4, the usual rule of thumb for English and code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import duckdb
+
+from tasks.dataset.runs import SETTLED_ATTEMPTS
+
+Section = Callable[[duckdb.DuckDBPyConnection], str]
+
+TRAJECTORY_TOKENS = """
+    select trajectory_id, (list_sum(list_transform(messages, lambda m:
+        length(m.content) + coalesce(length(m.reasoning_content), 0)
+        + coalesce(list_sum(list_transform(m.tool_calls, lambda c:
+            length(c.function.name) + length(c.function.arguments))), 0))) / 4)::int as tokens
+    from trajectories"""
+"""Per trajectory, row by row (no join or aggregate over the table: memory stays flat)."""
+
+
+def md_table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A GitHub-flavoured markdown table (``(none)`` when there are no rows)."""
+    if not rows:
+        return "(none)"
+
+    def cell(v: object) -> str:
+        if isinstance(v, float):
+            return f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+        return "" if v is None else str(v).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _section(con: duckdb.DuckDBPyConnection, title: str, sql: str, note: str = "") -> str:
+    cur = con.execute(sql)
+    columns = [d[0] for d in cur.description]
+    body = md_table(columns, cur.fetchall())
+    return f"## {title}\n\n{note + chr(10) + chr(10) if note else ''}{body}"
+
+
+def overview(con: duckdb.DuckDBPyConnection) -> str:
+    return _section(con, "Overview", """
+        select (select count(*) from runs) as runs_complete,
+               (select count(distinct run_id) from attempts) as runs_with_attempts,
+               (select count(*) from attempts) as attempts,
+               (select count(*) from tasks) as tasks,
+               (select count(*) from trajectories) as trajectories,
+               (select count(*) from steps) as steps,
+               (select string_agg(distinct schema_version::varchar, ', ') from attempts)
+                   as schema_versions""")
+
+
+def yield_by_ecosystem(con: duckdb.DuckDBPyConnection) -> str:
+    return _section(con, "Yield per ecosystem", f"""
+        select ecosystem, count(*) as candidates,
+               count(*) filter (status = 'accepted') as accepted,
+               round(100 * avg((status = 'accepted')::int)
+                   filter (status <> 'errored'), 1) as "yield %",
+               round(100 * avg((status = 'accepted' and len(repairs) = 0)::int)
+                   filter (status <> 'errored'), 1) as "yield without repair %",
+               count(*) filter (stage = 'dedup') as duplicates,
+               count(*) filter (status = 'errored') as errored
+        from {SETTLED_ATTEMPTS} group by all order by ecosystem""",
+        "Yield counts accepted and rejected candidates; `errored` ones (the infrastructure "
+        "failed under them) are neither, until a resume or rerun runs them again.")
+
+
+def yield_by_stage(con: duckdb.DuckDBPyConnection) -> str:
+    return _section(con, "Where candidates stop, per ecosystem and stage", f"""
+        pivot (select ecosystem, stage from {SETTLED_ATTEMPTS} where status <> 'errored')
+        on stage using count(*) group by ecosystem order by ecosystem""",
+        "`accepted` passed every stage; the other columns count the rejections at a stage.")
+
+
+def errored(con: duckdb.DuckDBPyConnection) -> str:
+    return _section(con, "Errored (infrastructure, not task outcomes)", f"""
+        select a.stage, a.reason, count(*) filter (s.candidate_id is null) as "run again",
+               count(*) filter (s.candidate_id is not null) as "still errored"
+        from attempts a left join (select candidate_id, created_at from {SETTLED_ATTEMPTS})
+            s using (candidate_id, created_at)
+        where a.status = 'errored' group by all order by all""",
+        "Attempts the engine or the Prefect API failed; `run again`: superseded by a later "
+        "attempt; `still errored`: `taskfactory run --resume` runs them again.")
+
+
+def rejection_reasons(con: duckdb.DuckDBPyConnection) -> str:
+    return _section(con, "Rejection reasons", """
+        select stage, reason, count(*) as attempts,
+               round(100 * count(*) / sum(count(*)) over (), 1) as "share %"
+        from attempts where status = 'rejected' group by all
+        order by attempts desc, stage, reason""")
+
+
+def repairs(con: duckdb.DuckDBPyConnection) -> str:
+    return _section(con, "Repairs", """
+        select split_part(r, ' ', 1) as kind, count(*) as applied,
+               count(distinct candidate_id) as candidates,
+               count(distinct candidate_id) filter (status = 'accepted') as accepted_after
+        from attempts, unnest(repairs) as u(r) group by all order by applied desc""",
+        "One row per repair kind; `accepted_after`: candidates accepted after that repair.")
+
+
+def distributions(con: duckdb.DuckDBPyConnection) -> str:
+    return _section(con, "Distributions", f"""
+        with tok as ({TRAJECTORY_TOKENS}),
+        d as (
+          select 'depth' as measure, depth::double as v from tasks
+          union all select 'steps per task', n_steps from tasks
+          union all select 'turns per trajectory', n_turns from trajectories
+          union all select 'tokens per trajectory', tokens from tok)
+        select measure, count(*) as n, min(v) as min, quantile_cont(v, 0.5) as median,
+               round(avg(v), 2) as mean, quantile_cont(v, 0.9) as p90, max(v) as max
+        from d group by measure order by measure""",
+        "Tokens ≈ characters of message text / 4.")
+
+
+def depth_histogram(con: duckdb.DuckDBPyConnection) -> str:
+    return _section(con, "Tasks by depth and shape", """
+        pivot (select depth, shape from tasks) on shape using count(*)
+        group by depth order by depth""")
+
+
+def instruction_diversity(con: duckdb.DuckDBPyConnection) -> str:
+    from tasks.dataset.stats_instructions import format_instruction_stats, instruction_stats
+
+    text = format_instruction_stats(instruction_stats(con))
+    return f"## Instructions and trajectories\n\n```\n{text.rstrip()}\n```"
+
+
+SECTIONS: list[Section] = [
+    overview,
+    yield_by_ecosystem,
+    yield_by_stage,
+    rejection_reasons,
+    errored,
+    repairs,
+    distributions,
+    depth_histogram,
+    instruction_diversity,
+]
+
+
+def report(con: duckdb.DuckDBPyConnection, sections: Sequence[Section] = SECTIONS) -> str:
+    """Every section's markdown, in order, separated by blank lines."""
+    return "\n\n".join(section(con).strip() for section in sections) + "\n"

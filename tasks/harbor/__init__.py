@@ -1,0 +1,21 @@
+"""Harbor task folders: export the dataset's accepted tasks, and check exported folders
+the way Harbor runs them.
+
+- :mod:`~tasks.harbor.source` — the tasks, read from a dataset with their ecosystems;
+- :mod:`~tasks.harbor.export` — one task as a folder (``task.toml``, instruction,
+  solution, tests) and writing folders in place;
+- :mod:`~tasks.harbor.environment` — its ``environment/``: the Dockerfile and context that
+  rebuild the environment the factory validated;
+- :mod:`~tasks.harbor.toml` — the TOML writer ``task.toml`` needs;
+- :mod:`~tasks.harbor.container` — a container of an exported image, driven as Harbor does;
+- :mod:`~tasks.harbor.identity` — is the rebuilt environment the factory's?
+- :mod:`~tasks.harbor.check` — build each folder's image and run the gate's controls
+  (:mod:`tasks.controls`) in its containers.
+
+Exporting imports neither Prefect nor Docker.
+"""
+
+
+class HarborError(ValueError):
+    """Bad input to an export or a check: a task that cannot be exported as it is, a
+    dataset or folder that is not there; the message names the problem and the fix."""

@@ -1,0 +1,166 @@
+"""Check exported Harbor task folders the way Harbor runs them, with the gate's controls.
+
+For one folder: build the image from ``environment/`` (nothing pulled), then run every
+control of :mod:`tasks.controls` that applies to the task, each in a fresh container
+(:class:`tasks.harbor.host.ContainerHost`), and compare the environment of the first one
+with a fresh factory realization (:mod:`tasks.harbor.identity`).  A folder passes when it
+is identical and every control scored as it must: the reference 1 (its ``solve.sh``
+exiting 0), every other control 0.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from environments.sandbox import SandboxError
+from tasks.controls import Control, ControlTask, control_named, controls_for, run_control
+from tasks.failures import StageFailure
+from tasks.harbor import HarborError
+from tasks.harbor.container import (
+    CHECK_LABEL,
+    ContainerError,
+    remove_labelled,
+    remove_run,
+    sweep_stale,
+)
+from tasks.harbor.host import ContainerHost, RewardUnreadable
+from tasks.harbor.identity import compare, factory_state
+from tasks.harbor.source import ExportTask
+
+
+@dataclass
+class ControlReport:
+    """One control's result in one folder (``error``: it could not be run)."""
+
+    name: str
+    reward: float | None = None
+    checks_passed: int | None = None
+    checks_total: int | None = None
+    solve_exit: int | None = None
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        if self.error or self.reward is None:
+            return False
+        return control_named(self.name).holds(self.reward, self.solve_exit)
+
+
+@dataclass
+class FolderReport:
+    task_id: str
+    ecosystem: str
+    folder: str
+    identical: bool = False
+    identity: str = ""
+    controls: list[ControlReport] = field(default_factory=list)
+    build_s: float = 0.0
+    total_s: float = 0.0
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return (not self.error and self.identical and bool(self.controls)
+                and all(c.ok for c in self.controls))
+
+
+def build_image(client, folder: Path, tag: str, timeout: float, run: str) -> None:  # noqa: ANN001
+    """``docker build environment/`` with the engine's classic builder; never pulls.  The
+    image is labelled with the check run, which removes it when done."""
+    import docker.errors
+
+    try:
+        client.images.build(path=str(folder / "environment"), tag=tag, rm=True, forcerm=True,
+                            pull=False, timeout=int(timeout),
+                            labels={CHECK_LABEL: run})
+    except docker.errors.BuildError as exc:
+        log = "".join(str(e.get("stream") or e.get("error") or "") for e in exc.build_log)
+        raise ContainerError(f"image build failed: {exc}: {log.strip()[-400:]}") from exc
+
+
+def _report(host: ContainerHost, control: Control, task: ControlTask) -> ControlReport:
+    report = ControlReport(control.name)
+    try:
+        trial = run_control(host, control, task)
+    except (ContainerError, RewardUnreadable) as exc:
+        report.error = str(exc)
+        return report
+    score = trial.score
+    report.reward, report.checks_passed = score.reward, score.checks_passed
+    report.checks_total, report.solve_exit = score.checks_total, trial.solve_exit
+    return report
+
+
+def check_folder(client, folder: Path, task: ExportTask, run: str) -> FolderReport:  # noqa: ANN001
+    """Build the folder's image and run every control and the identity check."""
+    t0 = time.perf_counter()
+    report = FolderReport(task.row.task_id, task.row.ecosystem, str(folder))
+    image = f"taskfactory/harbor-check:{task.row.task_id}-{run}"
+    try:
+        host = ContainerHost(client, image, folder, task, run)
+        build_image(client, folder, image, host.cfg.build_timeout, run)
+        report.build_s = time.perf_counter() - t0
+        controlled = task.controlled
+        report.controls = [_report(host, c, controlled) for c in controls_for(controlled)]
+        if host.exported is not None:
+            identity = compare(task, host.exported,
+                               factory_state(task, f"{run}-{task.row.task_id}"))
+            report.identical, report.identity = identity.identical, identity.detail
+        else:
+            report.identity = host.unreadable or "no control's container started"
+    except (ContainerError, SandboxError, StageFailure, RuntimeError, OSError, KeyError,
+            ValueError) as exc:
+        report.error = f"{type(exc).__name__}: {exc}"[:600]
+    report.total_s = time.perf_counter() - t0
+    return report
+
+
+class CheckInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a check, once the check's containers are removed (``removed``)."""
+
+    def __init__(self, removed: int) -> None:
+        super().__init__(removed)
+        self.removed = removed
+
+
+def engine_client():  # noqa: ANN201 (docker.DockerClient; docker is imported lazily)
+    """A client of the Docker engine; HarborError when none answers."""
+    try:
+        import docker
+
+        client = docker.from_env(timeout=900)
+        client.ping()
+    except Exception as exc:  # no SDK, no daemon
+        raise HarborError(f"checking needs a Docker engine, and none answers ({exc}); start "
+                          "one with `make engine`") from None
+    return client
+
+
+def check_all(work: list[tuple[ExportTask, Path]], workers: int,
+              done: Callable[[FolderReport], None],
+              swept: Callable[[int], None] = lambda n: None) -> list[FolderReport]:
+    """Check every (task, folder), ``workers`` at a time; ``done`` gets each report in
+    order as it is ready.  First removes what killed checks left (``swept`` gets how
+    many); what this check made is removed at the end, also after Ctrl-C, which then
+    raises :class:`CheckInterrupted`."""
+    client = engine_client()
+    swept(sweep_stale(client))
+    run = f"check-{os.getpid()}"
+    results = []
+    pool = ThreadPoolExecutor(max(1, workers))
+    try:
+        for result in pool.map(lambda w: check_folder(client, w[1], w[0], run), work):
+            done(result)
+            results.append(result)
+    except KeyboardInterrupt:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise CheckInterrupted(remove_labelled(client, run)) from None
+    finally:
+        pool.shutdown(wait=False)
+        remove_run(client, run)
+    return results

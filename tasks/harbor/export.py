@@ -1,0 +1,157 @@
+"""One accepted task as a Harbor task folder: rendered as bytes, then written in place.
+
+Layout (Harbor's ``TaskPaths``)::
+
+    <ecosystem>-<task_id>/
+      task.toml            schema version, name, timeouts, resources, [metadata.taskfactory]
+      instruction.md       the task's instruction, as the factory rendered it
+      environment/         Dockerfile + build context (see tasks/harbor/environment.py)
+      solution/solve.sh    the reference solution (``TaskRow.solution_sh``)
+      tests/test.sh        runs tests/verify.py on /workspace, writes /logs/verifier/reward.*
+      tests/verify.py      the standalone verifier (``TaskRow.verifier_py``, stdlib only)
+
+``task.toml`` follows Harbor's ``TaskConfig``: the agent runs as the sandbox user
+(uid 1000, like the factory's tools), the verifier as root (Harbor's default user); the
+environment gets the factory's CPU quota; ``[metadata.taskfactory]`` carries the task's
+provenance and every ``gate.*`` result.
+
+:func:`render_folder` raises :class:`tasks.harbor.HarborError` for a task that cannot be
+exported as it is; :func:`write_folder` writes one folder under a hidden temporary name
+and renames it into place.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from environments.docker.config import DockerConfig
+from tasks.harbor.environment import EXEC_MODE, FILE_MODE, Files, environment_files
+from tasks.harbor.source import ExportTask
+from tasks.harbor.toml import dumps
+
+HARBOR_SCHEMA_VERSION = "1.4"
+"""``TaskConfig.schema_version`` of the Harbor release the folders are checked against."""
+TESTS_DIR, SOLUTION_DIR, LOGS_DIR = "/tests", "/solution", "/logs/verifier"
+VERIFIER_USER = "root"
+
+Network = Literal["public", "no-network"]
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    """What ``task.toml`` declares beyond the task itself."""
+
+    network: Network = "public"
+    agent_timeout_s: float = 600.0
+    verifier_timeout_s: float = 120.0
+    build_timeout_s: float = 900.0
+    memory_mb: int = 2048
+    """Room for an agent's own processes too (the factory's tools ran within 512 MB)."""
+
+
+def test_sh(task_id: str) -> str:
+    """``tests/test.sh``: the verifier on the final workspace; a verifier that crashes
+    before writing a reward counts as a failure (reward 0)."""
+    workdir = DockerConfig().workdir
+    return "\n".join([
+        "#!/usr/bin/env bash",
+        f"# Verifier of taskfactory task {task_id}: runs tests/verify.py (Python standard",
+        f"# library only; installs nothing, needs no network) on the final state of {workdir}.",
+        f"# Writes {LOGS_DIR}/reward.txt (1 or 0), reward.json (reward, checks_passed,",
+        "# checks_total) and details.json (one entry per check).",
+        "set -u",
+        f"mkdir -p {LOGS_DIR}",
+        f'python3 "$(dirname "$0")/verify.py" --root {workdir} --logs {LOGS_DIR}',
+        "status=$?",
+        f'if [ ! -s {LOGS_DIR}/reward.txt ]; then echo 0 > {LOGS_DIR}/reward.txt; fi',
+        'exit "$status"',
+    ]) + "\n"
+
+
+def _metadata(task: ExportTask) -> dict[str, object]:
+    row = task.row
+    gate = row.gate.model_dump()
+    return {
+        "task_id": row.task_id, "run_id": row.run_id, "candidate_id": row.candidate_id,
+        "ecosystem": row.ecosystem, "ecosystem_version": row.ecosystem_version,
+        "seed": row.seed, "shape": row.shape, "depth": row.depth, "n_steps": row.n_steps,
+        "tools": row.tools, "fingerprint": row.fingerprint, "env_digest": row.env_digest,
+        "initial_state_sha256": row.initial_state_sha256, "base_image": row.image,
+        "backend": row.backend, "generator_version": row.generator_version,
+        "created_at": row.created_at.isoformat(), "answer_file": task.eco.spec.answer_file,
+        "gate": {**gate, "passed": row.gate.passed},
+    }
+
+
+def task_config(task: ExportTask, options: ExportOptions) -> dict[str, object]:
+    """``task.toml`` as data (Harbor ``TaskConfig`` fields)."""
+    row, eco, config = task.row, task.eco, DockerConfig()
+    environment: dict[str, object] = {
+        "build_timeout_sec": options.build_timeout_s, "cpus": config.cpus,
+        "memory_mb": options.memory_mb, "workdir": config.workdir,
+        "network_mode": options.network,
+    }
+    if eco.spec.service:
+        svc = eco.spec.service
+        environment["healthcheck"] = {
+            "command": svc.ready, "interval_sec": 1.0, "timeout_sec": 10.0,
+            "start_period_sec": svc.ready_timeout_s, "start_interval_sec": 0.5, "retries": 3}
+    return {
+        "schema_version": HARBOR_SCHEMA_VERSION,
+        "task": {"name": task.harbor_name,
+                 "description": f"{eco.name}: a {row.shape} workflow of {row.n_steps} "
+                                f"tool call(s) ({', '.join(row.tools)})",
+                 "keywords": ["taskfactory", eco.name, row.shape]},
+        "metadata": {"category": eco.name, "tags": sorted({eco.name, row.shape, *row.tools}),
+                     "taskfactory": _metadata(task)},
+        "verifier": {"timeout_sec": options.verifier_timeout_s, "user": VERIFIER_USER},
+        "agent": {"timeout_sec": options.agent_timeout_s, "user": config.user},
+        "environment": environment,
+    }
+
+
+def render_folder(task: ExportTask, options: ExportOptions | None = None) -> Files:
+    """Every file of the task's Harbor folder: relative path -> (bytes, mode)."""
+    options = options or ExportOptions()
+    row = task.row
+    files: Files = {
+        "task.toml": (dumps(task_config(task, options)).encode(), FILE_MODE),
+        "instruction.md": (row.instruction.rstrip("\n").encode() + b"\n", FILE_MODE),
+        "solution/solve.sh": (row.solution_sh.encode(), EXEC_MODE),
+        "tests/test.sh": (test_sh(row.task_id).encode(), EXEC_MODE),
+        "tests/verify.py": (row.verifier_py.encode(), FILE_MODE),
+    }
+    env = environment_files(row, task.eco, task.trace.environment)
+    files.update({f"environment/{path}": entry for path, entry in env.items()})
+    return files
+
+
+def write_folder(out: Path, name: str, files: Files) -> Path:
+    """Write one task folder under a hidden temporary name, then rename it to ``name``
+    (replacing an older export of the same task).  Modes are set explicitly: the image
+    build copies them."""
+    tmp, final = out / f".{name}.tmp-{os.getpid()}", out / name
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        for rel, (data, mode) in files.items():
+            path = tmp / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            path.chmod(mode)
+        for folder in [tmp, *(p for p in tmp.rglob("*") if p.is_dir())]:
+            folder.chmod(0o755)
+        if final.exists():
+            old = out / f".{name}.old-{os.getpid()}"
+            final.rename(old)
+            tmp.rename(final)
+            shutil.rmtree(old)
+        else:
+            tmp.rename(final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final

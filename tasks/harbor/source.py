@@ -1,0 +1,131 @@
+"""Where exported tasks come from: the dataset's ``tasks`` table, each row with its
+ecosystem (built in, or a folder the user names) and its parsed trace and checks.
+
+The dataset is read through its public read API (``connect``, ``check_read_only``), and
+only from :func:`load_rows`.  Bad input — no dataset, a ``where`` that DuckDB refuses, an
+ecosystem that cannot be found, a folder not exported by taskfactory — raises
+:class:`tasks.harbor.HarborError` naming the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from environments.ecosystems import Ecosystem
+from schemas.records import TaskRow
+from schemas.trace import Trace
+from schemas.verifier import Check
+from tasks.controls import ControlTask
+from tasks.harbor import HarborError
+
+
+@dataclass(frozen=True)
+class ExportTask:
+    """A task row with its ecosystem and parsed trace and checks."""
+
+    row: TaskRow
+    eco: Ecosystem
+    trace: Trace
+    checks: list[Check]
+
+    @classmethod
+    def of(cls, row: TaskRow, eco: Ecosystem) -> ExportTask:
+        checks = [Check.model_validate(c) for c in json.loads(row.checks_json)]
+        return cls(row, eco, Trace.model_validate_json(row.trace_json), checks)
+
+    @property
+    def controlled(self) -> ControlTask:
+        """What the gate's controls read of the task."""
+        return ControlTask(self.eco, self.trace, self.checks, self.row.instruction)
+
+    @property
+    def folder_name(self) -> str:
+        return f"{self.row.ecosystem}-{self.row.task_id}"
+
+    @property
+    def harbor_name(self) -> str:
+        return f"taskfactory/{self.folder_name}"
+
+
+def load_rows(data: Path, where: str | None = None) -> list[TaskRow]:
+    """The accepted tasks in ``data`` matching ``where``, one per task id; DatasetError
+    when there is no dataset at ``data`` or it was written by an older taskfactory."""
+    from tasks.dataset import Dataset, QueryError
+
+    try:
+        return Dataset.open(data).task_rows(where)
+    except QueryError as exc:
+        raise HarborError(f"--where: {exc}") from None
+
+
+def load_ecosystems(names: Iterable[str], folders: list[Path]) -> dict[str, Ecosystem]:
+    """Ecosystem by name: the ``--ecosystem-dir`` folders first, then the built-ins."""
+    from environments.ecosystems import EcosystemError, builtin_names, load_ecosystem
+
+    found: dict[str, Ecosystem] = {}
+    for folder in folders:
+        try:
+            eco = load_ecosystem(str(folder))
+        except EcosystemError as exc:
+            raise HarborError(f"--ecosystem-dir: {exc}") from None
+        found.setdefault(eco.name, eco)
+    for name in sorted(set(names) - set(found)):
+        if name not in builtin_names():
+            raise HarborError(f"tasks use ecosystem {name!r}, which is not built in; pass its "
+                              f"folder with --ecosystem-dir")
+        found[name] = load_ecosystem(name)
+    return found
+
+
+def selected_tasks(data: Path, where: str | None, folders: list[Path]) -> list[ExportTask]:
+    """The accepted tasks in ``data`` matching ``where``, with their ecosystems (at least
+    one, else HarborError)."""
+    rows = load_rows(data, where)
+    if not rows:
+        raise HarborError(f"no accepted task in {data} matches"
+                          + (f" --where {where}" if where else "")
+                          + "; look with `taskfactory query \"select ... from tasks\"`")
+    ecos = load_ecosystems({r.ecosystem for r in rows}, folders)
+    return [ExportTask.of(row, ecos[row.ecosystem]) for row in rows]
+
+
+def task_folders(root: Path) -> list[Path]:
+    """``root`` when it is an exported task folder, else the task folders in it."""
+    if (root / "task.toml").is_file():
+        return [root]
+    if not root.is_dir():
+        raise HarborError(f"no exported task folder at {root}; export some with "
+                          "`taskfactory export harbor --out DIR`")
+    found = sorted(p for p in root.iterdir() if (p / "task.toml").is_file()
+                   and not p.name.startswith("."))
+    if not found:
+        raise HarborError(f"{root} holds no task folder (none has a task.toml)")
+    return found
+
+
+def folder_task_id(folder: Path) -> str:
+    """The task id an exported folder's ``task.toml`` names."""
+    try:
+        meta = tomllib.loads((folder / "task.toml").read_text())["metadata"]["taskfactory"]
+        return str(meta["task_id"])
+    except (KeyError, tomllib.TOMLDecodeError) as exc:
+        raise HarborError(f"{folder}/task.toml has no [metadata.taskfactory] task_id ({exc}); "
+                          "it was not exported by taskfactory") from None
+
+
+def folder_tasks(folders: list[Path], data: Path,
+                 ecosystem_dirs: list[Path]) -> list[tuple[ExportTask, Path]]:
+    """Each exported folder with its task, read from the dataset it was exported from."""
+    ids = {folder: folder_task_id(folder) for folder in folders}
+    quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in sorted(set(ids.values())))
+    rows = {r.task_id: r for r in load_rows(data, f"task_id in ({quoted})")}
+    missing = sorted(set(ids.values()) - set(rows))
+    if missing:
+        raise HarborError(f"{len(missing)} task(s) are not in {data} (e.g. {missing[0]}); "
+                          "pass the dataset they were exported from with --data")
+    ecos = load_ecosystems({r.ecosystem for r in rows.values()}, ecosystem_dirs)
+    return [(ExportTask.of(rows[ids[f]], ecos[rows[ids[f]].ecosystem]), f) for f in folders]

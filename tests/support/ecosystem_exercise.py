@@ -1,0 +1,163 @@
+"""Exercise an ecosystem in one sandbox: every tool once, each write's probe delta, each
+sampled value and the state it was drawn from (for the ecosystem conformance suite).
+
+Graphs come from the real planner (it favours tools it has used least, so a few dozen
+candidates cover every tool); each candidate's seed is realized in the same sandbox, from
+the snapshot of its empty workspace, so an ecosystem costs one sandbox per backend.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from environments.ecosystems import Ecosystem
+from environments.ecosystems.usercode import UserCodeError
+from environments.sandbox import Sandbox, Snapshot
+from schemas.graph import Binding, Candidate
+from tasks.failures import StageFailure
+from tasks.plan import iter_candidates
+from tasks.realize import probe, realize
+from tasks.steps import run_step
+
+MAX_CANDIDATES = 300
+"""Candidates planned, at most, to find ones that use each tool (planning is cheap: only
+candidates with a tool still to run are executed)."""
+DEPTH_WEIGHTS = {1: 1.0, 2: 1.0, 3: 1.0}
+"""Short graphs: a step after a failing one never runs, so long chains cover less."""
+TRIES = 3
+"""Candidates a failing tool is run in before its failure stands: a planned binding may
+not fit (two unrelated files have no line in common), which a run repairs."""
+
+
+@dataclass
+class Sampled:
+    """One sampled argument: the sampler, the value it drew, and what it drew from (the
+    bytes of the file bound to ``of``, or the probe state)."""
+
+    facet: str
+    value: str
+    content: bytes | dict[str, Any]
+
+    @property
+    def text(self) -> str:
+        """``content`` as text (the probe state as canonical JSON)."""
+        if isinstance(self.content, bytes):
+            return self.content.decode(errors="replace")
+        return canonical(self.content)
+
+
+@dataclass
+class ToolRun:
+    """A tool's first successful run (or, after ``TRIES`` failures, its last): ``failure``
+    (``stage/reason: detail``) or its parsed output, and for a write, the entry it declares
+    and the ones that changed, per probe section."""
+
+    tool: str
+    failure: str | None = None
+    tries: int = 1
+    output: object = None
+    declared: str | None = None
+    changed: dict[str, set[str]] = field(default_factory=dict)
+    sampled: list[Sampled] = field(default_factory=list)
+
+
+def _changed(before: dict[str, dict[str, object]], after: dict[str, dict[str, object]]
+             ) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for section in set(before) | set(after):
+        old, new = before.get(section, {}), after.get(section, {})
+        keys = {k for k in set(old) | set(new) if old.get(k, ...) != new.get(k, ...)}
+        if keys:
+            out[section] = keys
+    return out
+
+
+def canonical(state: object) -> str:
+    return json.dumps(state, sort_keys=True, separators=(",", ":"))
+
+
+class Exercise:
+    """Runs ``eco``'s tools in ``sandbox`` (open, workspace empty); see the module doc."""
+
+    def __init__(self, eco: Ecosystem, sandbox: Sandbox, broken: frozenset[str] = frozenset(),
+                 run_seed: int = 7) -> None:
+        """``broken``: tools expected to fail, run once (not ``TRIES`` times)."""
+        self.eco, self.sandbox, self.run_seed, self.broken = eco, sandbox, run_seed, broken
+        self.blank: Snapshot = sandbox.snapshot()
+        self.runs: dict[str, ToolRun] = {}
+        self.unrealized: dict[int, str] = {}
+        """Seeds the ecosystem's seed failed for (their candidates are skipped)."""
+
+    def realize(self, seed: int) -> bool:
+        """The sandbox holds the initial state of ``seed``; False when the seed fails."""
+        if seed in self.unrealized:
+            return False
+        self.sandbox.restore(self.blank)
+        try:
+            realize(self.sandbox, self.eco, seed)
+        except StageFailure as failure:
+            self.unrealized[seed] = f"{failure.reason}: {failure.detail}"
+            return False
+        return True
+
+    def run_all(self) -> dict[str, ToolRun]:
+        """Every tool's first run (a tool no planned candidate uses is missing)."""
+        for candidate, _ in iter_candidates(self.eco, MAX_CANDIDATES, self.run_seed,
+                                            DEPTH_WEIGHTS):
+            todo = {t.name for t in self.eco.spec.tools if not self._done(t.name)}
+            if not todo:
+                break
+            if todo & {s.tool for s in candidate.graph.steps} and self.realize(candidate.seed):
+                self._run(candidate)
+        return self.runs
+
+    def _done(self, tool: str) -> bool:
+        run = self.runs.get(tool)
+        return run is not None and (run.failure is None or run.tries >= self._tries(tool))
+
+    def _tries(self, tool: str) -> int:
+        return 1 if tool in self.broken else TRIES
+
+    def _record(self, run: ToolRun) -> None:
+        known = self.runs.get(run.tool)
+        if known is None or (known.failure is not None and known.tries < self._tries(run.tool)):
+            run.tries = known.tries + 1 if known is not None else 1
+            self.runs[run.tool] = run
+
+    def _run(self, candidate: Candidate) -> None:
+        outputs: dict[str, object] = {}
+        for step in candidate.graph.steps:
+            tool = self.eco.spec.tool(step.tool)
+            run = ToolRun(tool.name)
+            before = probe(self.sandbox, self.eco)
+            sources = {p.name: self._source(step.bind[p.sample.of] if p.sample.of else None,
+                                            outputs, before)
+                       for p in tool.params if p.sample is not None}
+            try:
+                trace = run_step(self.sandbox, self.eco, candidate, step, outputs)
+            except (StageFailure, UserCodeError) as failure:
+                detail = (f"{failure.stage}/{failure.reason}: {failure.detail}"
+                          if isinstance(failure, StageFailure) else str(failure))
+                self._record(ToolRun(tool.name, failure=detail))
+                return
+            outputs[step.id] = run.output = trace.output
+            run.sampled = [Sampled(p.sample.facet, trace.args[p.name], sources[p.name])
+                           for p in tool.params if p.sample is not None]
+            if tool.effect == "write" and tool.returns.from_param:
+                run.declared = trace.args[tool.returns.from_param]
+                run.changed = _changed(before, probe(self.sandbox, self.eco))
+            self._record(run)
+
+    def _source(self, of: Binding | None, outputs: dict[str, object],
+                before: dict[str, Any]) -> bytes | dict[str, Any]:
+        """What a sampler draws from: the file its ``of`` parameter is bound to, or the
+        probe state."""
+        if of is None:
+            return before
+        path = str(outputs[of.step or ""]) if of.kind == "step" else str(of.value)
+        try:
+            return self.sandbox.read_file(path)
+        except FileNotFoundError:
+            return b""
