@@ -25,13 +25,12 @@ assert _spec and _spec.loader
 _seed = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_seed)
 
-PRIORITIES = ("low", "medium", "high", "urgent")
-TRANSITIONS = {
-    "open": ("in_progress", "resolved", "closed"),
-    "in_progress": ("open", "resolved", "closed"),
-    "resolved": ("open", "closed"),
-    "closed": ("open",),
-}
+_server_spec = importlib.util.spec_from_file_location("taskfactory_service_server_rules",
+                                                      Path(__file__).with_name("server.py"))
+assert _server_spec and _server_spec.loader
+_server = importlib.util.module_from_spec(_server_spec)
+_server_spec.loader.exec_module(_server)
+PRIORITIES, TRANSITIONS = _server.PRIORITIES, _server.TRANSITIONS  # the service's own rules
 TICKET_FIELDS = ("title", "status", "priority", "team")
 WORD = re.compile(r"[a-z]{4,}")
 
@@ -199,8 +198,7 @@ def reopenable_ticket(state: dict, rng: random.Random, **_: str) -> str:
 
 def assigned_ticket(state: dict, rng: random.Random, **_: str) -> str:
     """An assigned, not yet closed ticket."""
-    return _pick(rng, _tickets(state, lambda t: t["assignee"] and t["status"] != "closed"),
-                 "assigned active ticket")
+    return _active_with(state, rng, "assignee")
 
 
 def reassignable_ticket(state: dict, rng: random.Random, **_: str) -> str:
@@ -269,8 +267,13 @@ def resolvable_ticket(state: dict, rng: random.Random, **_: str) -> str:
 
 def labelled_ticket(state: dict, rng: random.Random, **_: str) -> str:
     """A ticket that is not closed and has at least one label."""
-    return _pick(rng, _tickets(state, lambda t: t["labels"] and t["status"] != "closed"),
-                 "labelled active ticket")
+    return _active_with(state, rng, "labels")
+
+
+def _active_with(state: dict, rng: random.Random, field: str) -> str:
+    """A ticket that is not closed and whose ``field`` is set (non-empty)."""
+    return _pick(rng, _tickets(state, lambda t: t[field] and t["status"] != "closed"),
+                 f"active ticket with {field}")
 
 
 def current_label(state: dict, rng: random.Random, ticket: str = "", **_: str) -> str:
