@@ -24,7 +24,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tasks.dataset.dedup import THRESHOLD, DedupIndex, shingles  # noqa: E402
 from tasks.dataset.query import run_query  # noqa: E402
-from tasks.instruct import CLOSERS, OPENERS  # noqa: E402
+from tasks.instruct import PHRASES  # noqa: E402
+
+OPENERS = [t for style in ("goal", "step") for group in PHRASES[style]["openers"].values()
+           for t in group.values()]
+CLOSERS = [t for style in ("goal", "step") for t in PHRASES[style]["closers"].values()]
 
 THRESHOLDS = [0.6, 0.7, 0.8, 0.85, 0.9, 0.95]
 
