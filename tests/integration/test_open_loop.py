@@ -6,6 +6,10 @@ solver would have to look it up, scores 0."""
 
 import json
 import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +22,7 @@ from tasks.open_loop import open_loop_script
 from tasks.plan import plan_candidates
 from tasks.realize import LiveEnvironment, probe
 from tasks.validate import run_gate, run_solution
+from tests.support.dataset import write_outcomes
 
 pytestmark = pytest.mark.docker
 RUN = f"itest-open-loop-{os.getpid()}"
@@ -45,7 +50,7 @@ def accepted():
             row = outcome.task
             if row is not None and (ticket := _ticket_write(Trace.model_validate_json(
                     row.trace_json))):
-                yield candidate, row, ticket
+                yield candidate, row, ticket, outcome
                 return
         pytest.fail("no accepted service task changes a sampled ticket")
     finally:
@@ -65,7 +70,7 @@ def _gate(candidate, row, instruction: str) -> GateResult:
 
 
 def test_a_task_whose_instruction_writes_every_value_scores_1(accepted):
-    candidate, row, _ = accepted
+    candidate, row, *_ = accepted
     assert row.gate.open_loop_reward == 1.0 and row.needs_observation is False
     trace = Trace.model_validate_json(row.trace_json)
     assert open_loop_script(ecosystem("service"), trace, row.instruction, row.seed, {}, {}) \
@@ -73,7 +78,7 @@ def test_a_task_whose_instruction_writes_every_value_scores_1(accepted):
 
 
 def test_a_task_that_needs_a_looked_up_id_scores_0(accepted):
-    candidate, row, ticket = accepted
+    candidate, row, ticket, _ = accepted
     unnamed = row.instruction.replace(f"`{ticket}`", "the ticket in question")
     assert unnamed != row.instruction
     gate = _gate(candidate, row, unnamed)
@@ -84,7 +89,7 @@ def test_a_task_that_needs_a_looked_up_id_scores_0(accepted):
 
 
 def test_the_wrong_id_is_another_ticket_of_the_seeded_state(accepted):
-    candidate, row, ticket = accepted
+    candidate, row, ticket, _ = accepted
     eco, trace = ecosystem("service"), Trace.model_validate_json(row.trace_json)
     opener = sandbox_opener(eco, DockerConfig(), RUN, candidate)
     with LiveEnvironment(eco, row.seed, opener, trace.environment) as env:
@@ -96,3 +101,35 @@ def test_the_wrong_id_is_another_ticket_of_the_seeded_state(accepted):
     assert changed, script
     guessed = {t for t in state["tickets"] if any(f"/tickets/{t}/" in ln for ln in changed)}
     assert len(guessed) == 1 and ticket not in guessed, (ticket, changed)
+
+
+def test_a_run_requiring_observation_rejects_a_task_solvable_open_loop(accepted):
+    candidate, row, *_ = accepted
+    outcome = build_candidate(candidate, "service", DockerConfig(), RUN, require_observation=True)
+    a = outcome.attempt
+    assert outcome.task is None and outcome.trajectories == []
+    assert (a.status, a.stage, a.reason) == ("rejected", "validate", "no_observation_needed")
+    assert "open-loop solution scores 1.0" in a.detail
+
+
+def test_stats_reports_the_share_that_needs_observation(accepted, tmp_path):
+    """Over real shards: an older dataset's tasks (not measured), the accepted task, and
+    the same task gated with its ticket left out of the instruction."""
+    candidate, row, ticket, outcome = accepted
+    unnamed = row.instruction.replace(f"`{ticket}`", "the ticket in question")
+    gate = _gate(candidate, row, unnamed)
+    other = row.model_copy(update={"task_id": row.task_id[:-1] + "x", "instruction": unnamed,
+                                   "gate": gate, "needs_observation": gate.needs_observation})
+    data = tmp_path / "data"
+    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "datasets" / "v1", data)
+    write_outcomes(data, "open-loop-run", [
+        outcome, type(outcome)(attempt=outcome.attempt.model_copy(
+            update={"candidate_id": "open-loop-unnamed", "task_id": other.task_id}),
+            task=other)])
+    proc = subprocess.run([sys.executable, "-m", "flows.cli", "stats", "--data", str(data)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    section = proc.stdout.split("## Observation needed, per ecosystem")[1].split("##")[0]
+    assert "| files | 6 | 0 | 0 |  |  |" in section  # the older dataset: not measured
+    assert "| service | 2 | 2 | 1 | 50 | 0.5 |" in section
+    assert "| all | 8 | 2 | 1 | 50 | 0.5 |" in section
