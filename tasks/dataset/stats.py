@@ -133,7 +133,7 @@ def observation(con: duckdb.DuckDBPyConnection) -> str:
                count(*) filter (needs_observation) as "need observation",
                round(100 * avg(needs_observation::int), 1) as "need observation %",
                round(avg(gate.open_loop_reward), 3) as "mean open-loop reward"
-        from tasks group by rollup (ecosystem) order by ecosystem nulls last""",
+        from tasks group by rollup (ecosystem) order by grouping(ecosystem), ecosystem""",
         "A task needs observation when its open-loop control (the reference solution with "
         "every value the instruction does not write replaced by a wrong one) scores below "
         "1; tasks gated before the control existed are not `measured` and not in the share.")
