@@ -90,6 +90,7 @@ def _settings(args: argparse.Namespace):
                        workers=args.workers or 4, depth_weights=_depth_weights(args),
                        max_repairs=0 if args.no_repair else max_repairs,
                        instruction_style=args.instruction_style or "goal",
+                       require_observation=args.require_observation,
                        shard_rows=args.shard_rows or 500)
 
 
@@ -292,6 +293,9 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-repair", action="store_true", help="turn repair off (= --max-repairs 0)")
     p.add_argument("--instruction-style", choices=["goal", "step"],
                    help="goal: the end state to reach (default); step: ordered steps")
+    p.add_argument("--require-observation", action="store_true",
+                   help="keep only tasks the open-loop control scores 0 on: those a solver "
+                        "cannot solve from the instruction's values alone")
     p.add_argument("--shard-rows", type=_positive,
                    help="rows per table that trigger a shard commit (default 500)")
 

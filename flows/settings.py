@@ -56,6 +56,9 @@ class RunSettings(BaseModel):
         InstructionStyle.goal, title="Instruction Style", description=(
             "goal: the end state to reach and the inputs the solver cannot discover; step: "
             "the same items as ordered steps."))
+    require_observation: bool = Field(False, title="Require Observation", description=(
+        "Keep only tasks that need observation: the reference solution with every value the "
+        "instruction does not write replaced by a wrong one scores 0 (the open-loop control)."))
     depth_weights: dict[int, float] = Field(
         dict(DEFAULT_DEPTH_WEIGHTS),
         description="Relative weight of each workflow depth (1..8) when planning.")

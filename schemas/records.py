@@ -101,6 +101,9 @@ class TaskRow(_Row):
     image: str
     backend: str
     gate: GateResult
+    needs_observation: bool | None = None
+    """The open-loop control scored below 1 (``gate.open_loop_reward``): the task cannot be
+    solved from the instruction's values alone.  None on tasks gated before it existed."""
     generator_version: str
     created_at: datetime
 

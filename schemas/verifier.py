@@ -33,7 +33,9 @@ class GateResult(BaseModel):
     ``partial``: the reference minus its last mutating step (None without a write step);
     ``literals``: outputs filled with the instruction's literals, the best of
     ``literal_trials`` answer texts.  Accepted tasks have baseline 0, reference 1 and
-    every shortcut below 1.
+    every shortcut below 1.  ``open_loop``: measured, never a rejection — the reference
+    solution with every argument the instruction does not write replaced by a wrong value
+    (``tasks/open_loop.py``); 0 when the task needs something observed.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -50,6 +52,13 @@ class GateResult(BaseModel):
     literals_reward: float
     literals_checks_passed: int
     literal_trials: int
+    open_loop_reward: float | None = None
+    """None on tasks gated before the control existed."""
+
+    @property
+    def needs_observation(self) -> bool | None:
+        """The open-loop solution scored below 1 (None when it was not measured)."""
+        return None if self.open_loop_reward is None else self.open_loop_reward < 1.0
 
     @property
     def passed(self) -> bool:

@@ -3,7 +3,8 @@
 A control starts from the task's initial state, does something — nothing, the reference
 solution, a shortcut, part of the solution — and scores the result with the task's
 verifier.  The reference must pass (and its ``solve.sh`` exit 0); every other control
-must fail (reward 0).  A task is sound only when every control scores so.
+must fail (reward 0).  A task is sound only when every control scores so.  A *measured*
+control expects nothing: its reward is recorded on the task, never a rejection.
 
 Controls run on a :class:`Host`: the gate's sandbox, restored to the initial state's
 snapshot for each control (:mod:`tasks.validate`), or a fresh container of an exported
@@ -17,7 +18,13 @@ rebuilt environment.
 - ``reference``: the reference solution;
 - ``empty``: every expected output created empty (:mod:`tasks.shortcuts`);
 - ``partial``: the reference minus its last mutating step (only when it has one);
-- ``literals``: every output holding the instruction's literals, the answer tried as each.
+- ``literals``: every output holding the instruction's literals, the answer tried as each;
+- ``open_loop`` (measured): the reference solution with every argument the instruction
+  does not write replaced by a wrong value (:mod:`tasks.open_loop`).  It applies only when
+  the task carries that script and the script differs from the reference: the gate draws
+  it from the seeded state; ``check-harbor`` does not run it (a measurement, not a
+  soundness condition, already recorded on the task; and an exported image's host has no
+  probe state to draw the wrong values from).
 
 A new control is one entry in :data:`CONTROLS`: what it does from the initial state (with
 the host's four verbs), what it expects, and the rejection it causes in the gate.
@@ -75,6 +82,8 @@ class ControlTask:
     trace: Trace
     checks: list[Check]
     instruction: str
+    open_loop: str | None = None
+    """The open-loop ``solve.sh`` when it differs from the reference (the gate's only)."""
 
 
 @dataclass(frozen=True)
@@ -91,15 +100,17 @@ class Control:
 
     name: str
     act: Callable[[Host, ControlTask], Acted]
-    expect: Literal["pass", "fail"]
-    reason: Reason
+    expect: Literal["pass", "fail", "measured"]
+    reason: Reason | None = None
     """The gate's rejection reason when the control does not score as expected."""
-    failure: str
+    failure: str = ""
     """The rejection's detail, formatted with ``passed``, ``total`` and ``solve_exit``."""
     applies: Callable[[ControlTask], bool] = lambda task: True
 
     def holds(self, reward: float, solve_exit: int | None) -> bool:
-        """Did the control score as expected?"""
+        """Did the control score as expected?  A measured control always does."""
+        if self.expect == "measured":
+            return True
         if self.expect == "pass":
             return reward == 1 and solve_exit in (None, 0)
         return reward == 0
@@ -122,6 +133,7 @@ class Trial:
         detail = self.control.failure.format(passed=self.score.checks_passed,
                                              total=self.score.checks_total,
                                              solve_exit=self.solve_exit)
+        assert self.control.reason is not None, f"{self.control.name} is measured"
         return StageFailure("validate", self.control.reason, detail)
 
 
@@ -142,6 +154,10 @@ def _partial(host: Host, task: ControlTask) -> Acted:
     steps = [s for s in task.trace.steps if s is not last]
     return Acted(solve_exit=host.solve(solution_script(task.trace, task.eco.spec.answer_file,
                                                        steps)))
+
+
+def _open_loop(host: Host, task: ControlTask) -> Acted:
+    return Acted(solve_exit=host.solve(task.open_loop))
 
 
 def _faked(kind: str) -> Callable[[Host, ControlTask], Acted]:
@@ -166,6 +182,8 @@ CONTROLS: tuple[Control, ...] = (
             applies=lambda task: bool(_writes(task))),
     Control("literals", _faked("literals"), "fail", "literals_passed",
             PASSES.format("with the outputs holding the instruction's literals")),
+    Control("open_loop", _open_loop, "measured",
+            applies=lambda task: task.open_loop is not None),
 )
 """Every control, in the order the gate and ``check-harbor`` run them."""
 

@@ -12,7 +12,9 @@ The factory gates an unrepaired trace in its execution sandbox (a fresh working 
 without a fresh container) and a repaired one in a fresh sandbox.  ``check-harbor`` runs
 the same controls in exported Harbor images (:mod:`tasks.harbor.check`).
 
-The first check or control that fails raises :class:`StageFailure` naming it.
+The first check or control that fails raises :class:`StageFailure` naming it.  The
+measured ``open_loop`` control runs last; when the instruction writes every argument its
+script is the reference's, which is not run twice: its reward is the reference's.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from schemas.trace import Trace
 from schemas.verifier import Check, GateResult
 from tasks.controls import ControlTask, Score, Trial, controls_for, run_control
 from tasks.failures import StageFailure
+from tasks.open_loop import open_loop_script
 from tasks.realize import LiveEnvironment, probe
 from tasks.shortcuts import Shortcut
 from tasks.steps import replay
@@ -112,8 +115,10 @@ def run_gate(env: LiveEnvironment, eco: Ecosystem, trace: Trace, checks: list[Ch
     StageFailure naming the first check or control that failed."""
     if realized is not None:
         _same_state(eco, env.before, realized, "the environment realizes differently")
-    host, task = SandboxHost(env, solution_sh, verifier_py), ControlTask(eco, trace, checks,
-                                                                         instruction)
+    files = {**env.files, **{p: t.encode() for p, t in env.additions.files.items()}}
+    task = ControlTask(eco, trace, checks, instruction, open_loop=open_loop_script(
+        eco, trace, instruction, env.seed, env.before, files))
+    host = SandboxHost(env, solution_sh, verifier_py)
     trials: dict[str, Trial] = {}
     for control in controls_for(task):
         if control.name == REPLAY_BEFORE:
@@ -128,9 +133,10 @@ def run_gate(env: LiveEnvironment, eco: Ecosystem, trace: Trace, checks: list[Ch
 
 
 def gate_result(scores: dict[str, Score]) -> GateResult:
-    """The gate's record of the controls' scores (``partial`` is None without it)."""
+    """The gate's record of the controls' scores (``partial`` is None without it; without
+    ``open_loop`` the open-loop solution was the reference)."""
     nop, ref, empty, lits = (scores[n] for n in ("nop", "reference", "empty", "literals"))
-    partial = scores.get("partial")
+    partial, open_loop = scores.get("partial"), scores.get("open_loop", ref)
     return GateResult.model_validate({
         "checks_total": ref.checks_total,
         "baseline_reward": nop.reward, "baseline_checks_passed": nop.checks_passed,
@@ -139,4 +145,4 @@ def gate_result(scores: dict[str, Score]) -> GateResult:
         "partial_reward": partial.reward if partial else None,
         "partial_checks_passed": partial.checks_passed if partial else None,
         "literals_reward": lits.reward, "literals_checks_passed": lits.checks_passed,
-        "literal_trials": lits.trials})
+        "literal_trials": lits.trials, "open_loop_reward": open_loop.reward})

@@ -126,6 +126,19 @@ def distributions(con: duckdb.DuckDBPyConnection) -> str:
         "Tokens ≈ characters of message text / 4.")
 
 
+def observation(con: duckdb.DuckDBPyConnection) -> str:
+    return _section(con, "Observation needed, per ecosystem", """
+        select coalesce(ecosystem, 'all') as ecosystem, count(*) as tasks,
+               count(needs_observation) as measured,
+               count(*) filter (needs_observation) as "need observation",
+               round(100 * avg(needs_observation::int), 1) as "need observation %",
+               round(avg(gate.open_loop_reward), 3) as "mean open-loop reward"
+        from tasks group by rollup (ecosystem) order by grouping(ecosystem), ecosystem""",
+        "A task needs observation when its open-loop control (the reference solution with "
+        "every value the instruction does not write replaced by a wrong one) scores below "
+        "1; tasks gated before the control existed are not `measured` and not in the share.")
+
+
 def depth_histogram(con: duckdb.DuckDBPyConnection) -> str:
     return _section(con, "Tasks by depth and shape", """
         pivot (select depth, shape from tasks) on shape using count(*)
@@ -147,6 +160,7 @@ SECTIONS: list[Section] = [
     errored,
     repairs,
     distributions,
+    observation,
     depth_histogram,
     instruction_diversity,
 ]

@@ -57,6 +57,8 @@ class CandidateContext:
     generator_version: str
     max_repairs: int = 2
     instruction_style: InstructionStyle = "goal"
+    require_observation: bool = False
+    """Reject a task the open-loop control does not score below 1 (the gate's)."""
     llm: LLMClient | None = None
     """The LLM client (repair, paraphrase, reasoning), or None when none is configured."""
 

@@ -79,3 +79,20 @@ def test_ctrl_c_leaves_no_container_behind(prefect_api_url, tmp_path):
     assert proc.returncode == 130, err[-2000:]
     assert "interrupted" in err
     assert _labelled(mine) == []
+
+
+@pytest.mark.docker
+def test_a_run_requiring_observation_keeps_only_tasks_that_need_it(cli, tmp_path):
+    """Every instruction of today's default style writes every argument, so the open-loop
+    control solves every task and a run requiring observation keeps none of them."""
+    data = tmp_path / "obs"
+    proc = cli("run", "--tasks", 4, "--seed", 3, "--ecosystem", "files", "--backend", "docker",
+               "--require-observation", "--data", data)
+    assert proc.returncode == 0, proc.stderr
+    assert count(cli, data, "select count(*) from tasks") == ["0"]
+    assert "0/4 candidates accepted" in proc.stdout
+    rejected = count(cli, data, "select count(*) from attempts where status = 'rejected' and "
+                                "stage = 'validate' and reason = 'no_observation_needed'")
+    assert int(rejected[0]) >= 3  # files candidates pass the other stages (100% yield)
+    assert count(cli, data, "select json_extract(settings_json, '$.require_observation') "
+                            "from runs") == ["true"]

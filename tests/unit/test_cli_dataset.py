@@ -34,8 +34,10 @@ def test_stats_reports_yield_and_distributions(data):
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     for heading in ("## Overview", "## Yield per ecosystem", "## Rejection reasons",
-                    "## Repairs", "## Distributions", "## Tasks by depth and shape"):
+                    "## Repairs", "## Distributions", "## Tasks by depth and shape",
+                    "## Observation needed, per ecosystem"):
         assert heading in out
+    assert "| all | 6 | 0 | 0 |  |  |" in out  # gated before the open-loop control existed
     assert "| files | 6 | 6 | 100 |" in out
     assert "| tokens per trajectory | 6 |" in out
 
@@ -93,6 +95,7 @@ def test_card_has_hf_configs_counts_and_png_plots(data):
     ("v1", ["--resume"], "no interrupted run in"),
     ("v1", ["--resume", "nosuch"], "--resume nosuch: no such run"),
     ("v1", ["--resume", "--tasks", "5"], "drop --tasks"),
+    ("v1", ["--resume", "--require-observation"], "drop --require-observation"),
     ("newer", [], "holds schema version 9; this taskfactory reads versions 1 to"),
     ("newer", ["--resume"], "holds schema version 9"),
 ])

@@ -47,3 +47,18 @@ def test_planned_candidates_decode_to_the_planned_objects_and_skip_held_ids():
     rest = plan.without(held)
     assert list(rest) == [c for i, c in enumerate(originals) if i not in (1, 4)]
     assert len(plan) == 6  # the original plan is unchanged
+
+
+def test_requiring_observation_is_part_of_the_config_hash():
+    from tasks.dataset.provenance import config_hash
+
+    def chash(settings: RunSettings) -> str:
+        return config_hash(ecosystems={"files": "d"}, images={"files": None}, backend="docker",
+                           seed=settings.seed, depth_weights=settings.depth_weights,
+                           max_repairs=settings.max_repairs,
+                           instruction_style=settings.instruction_style, llm=(None, None),
+                           dedup="p", require_observation=settings.require_observation)
+
+    default, required = RunSettings(), RunSettings(require_observation=True)
+    assert default.require_observation is False
+    assert chash(default) != chash(required) and chash(required) == chash(required)
