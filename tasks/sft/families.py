@@ -43,12 +43,16 @@ FAMILIES: dict[str, Family] = {
 
 def reasoning_warning(fmt: str, key: str, family: str | None) -> str | None:
     """The warning for ``--format hf`` rows whose reasoning ``family``'s template drops; None
-    when it renders them (or when the family is unknown: nothing to say)."""
+    when it renders them (or when the family is unknown: nothing to say).  A template that
+    reads the other key renders it only where the renderer aliases the two (recent
+    ``transformers`` releases do; LLaMA-Factory, vLLM's and older renderers need not)."""
     if fmt != "hf" or key == "inline" or family is None:
         return None
     reads = FAMILIES[family].reads
     if reads == key:
         return None
-    fix = f"--reasoning-key {reads}" if reads else "--reasoning-key inline"
-    return (f"warning: the {family} chat template does not render {key}, so full rows "
-            f"train like masked ones; export with {fix}")
+    if reads is None:
+        return (f"warning: the {family} chat template renders no reasoning key, so full rows "
+                "train like masked ones; export with --reasoning-key inline")
+    return (f"warning: the {family} chat template reads {reads}, not {key}: renderers that do "
+            f"not alias the two drop it; export with --reasoning-key {reads}")

@@ -15,6 +15,7 @@ this way and is refused with :class:`ExportError`.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ def load_tokenizer(path: Path) -> Any:
     if not (path / "tokenizer_config.json").is_file():
         raise ExportError(f"--tokenizer {path}: no tokenizer_config.json there; give a folder "
                           "written by save_pretrained (a local copy of the model's tokenizer)")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")  # no "PyTorch not found"
     try:
         from transformers import AutoTokenizer
     except ImportError:
@@ -71,8 +73,9 @@ def message_spans(tok: Any, messages: list[dict], tools: list[dict]) -> tuple[st
         end = len(render(i + 1))
         if not full.startswith(render(i + 1)):
             raise ExportError(f"the chat template renders message {i} ({m['role']}) "
-                              "differently once later messages follow, so its tokens cannot "
-                              "be told apart; use a prefix-preserving (training) template")
+                              "differently once later messages follow (it is not "
+                              "prefix-preserving), so its tokens cannot be told apart; use the "
+                              "family's training template (TRL's *_training.jinja)")
         if m["role"] == "assistant" and i:
             header = render(i, prompt=True)
             if full.startswith(header) and start <= len(header) <= end:
