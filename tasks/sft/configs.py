@@ -21,6 +21,8 @@ from pathlib import Path
 
 import yaml
 
+from tasks.sft import ExportError
+
 MIN_DATASETS = "4.7"
 """``datasets`` before 4.7 merges the struct fields of all rows and fills the missing ones with
 nulls (tool schemas gain null properties, arguments gain null keys); 4.7 and later keep
@@ -72,9 +74,11 @@ def merged_dataset_info(e: Export) -> str:
     path = e.out.parent / "dataset_info.json"
     try:
         info = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    except ValueError:
-        info = {}
-    info = info if isinstance(info, dict) else {}
+    except (OSError, ValueError):
+        info = None
+    if not isinstance(info, dict):
+        raise ExportError(f"{path} is not a readable JSON object, so this export's entry "
+                          "cannot be added to it; fix it or move it away")
     info.update(llamafactory_entry(e))
     return json.dumps(info, indent=2, ensure_ascii=False) + "\n"
 
@@ -90,6 +94,16 @@ def _train_command(e: Export) -> str:
     return f"axolotl train {e.out.stem}.axolotl.yaml (after adding base_model and settings)"
 
 
+def _reasoning_line(e: Export) -> str:
+    if e.supervision == "masked":
+        return "Reasoning: none (masked rows carry none)."
+    if e.fmt == "sharegpt":
+        return "Reasoning: in the thought words of the template family, before each turn."
+    if e.key == "inline":
+        return "Reasoning: inline, <think>...</think> before the content."
+    return f"Reasoning: under the message key {e.key}."
+
+
 def readme(e: Export, rows: int) -> str:
     """The short README beside the export."""
     shape = ("input_ids, attention_mask, labels (-100 where the loss is off)" if e.tokenized
@@ -98,7 +112,7 @@ def readme(e: Export, rows: int) -> str:
                    "sharegpt": "conversations + system + tools"}[e.fmt])
     lines = [f"# {e.out.name}", "",
              f"{rows} rows, format {e.fmt}, supervision {e.supervision}: {shape}.",
-             f"Reasoning: {e.key}." if e.supervision != "masked" else "Reasoning: none.",
+             _reasoning_line(e),
              "", f"Load with Hugging Face `datasets` >= {MIN_DATASETS}: older versions merge "
              "struct fields across rows and fill the missing ones with nulls, which chat "
              "templates then render.", "", f"Train: {_train_command(e)}."]

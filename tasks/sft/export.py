@@ -62,6 +62,9 @@ def _refusal(o: Options) -> str | None:
                 "--template-family)")
     if o.tokenizer is not None and o.fmt != "hf":
         return f"--tokenizer writes token ids from hf rows; use --format hf, not {o.fmt}"
+    if o.tokenizer is not None and o.arguments == "string":
+        return ("--arguments string does not apply with --tokenizer (chat templates render "
+                "tool-call arguments from objects); leave it out")
     return None
 
 
