@@ -85,8 +85,9 @@ def merged_dataset_info(e: Export) -> str:
 
 def _train_command(e: Export) -> str:
     if e.fmt == "openai":
-        return (f"openai api files.create -f {e.out.name} -p fine-tune, then "
-                "openai api fine_tuning.jobs.create -m <model> -F <file id>")
+        return (f"with the openai package, file = client.files.create(file=open("
+                f"\"{e.out.name}\", \"rb\"), purpose=\"fine-tune\"), then "
+                "client.fine_tuning.jobs.create(training_file=file.id, model=<model>)")
     if e.fmt == "sharegpt":
         template = e.llamafactory_template or "<template>"
         return (f"llamafactory-cli train with dataset_dir: {e.out.parent.resolve()}, "

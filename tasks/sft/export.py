@@ -91,7 +91,7 @@ def warnings(o: Options, tok: Any) -> list[str]:
         out.append(line)
     if tok is not None and not _renders(tok, o.reasoning_key or ""):
         out.append(f"warning: the chat template in {o.tokenizer} does not render "
-                   f"{o.reasoning_key}, so full rows train like masked ones; export with "
+                   f"{o.reasoning_key}, so the reasoning is never trained; export with "
                    "--reasoning-key inline")
     family = FAMILIES.get(o.template_family or "")
     if o.fmt == "sharegpt" and family is not None and family.thought is None:

@@ -52,7 +52,7 @@ def reasoning_warning(fmt: str, key: str, family: str | None) -> str | None:
     if reads == key:
         return None
     if reads is None:
-        return (f"warning: the {family} chat template renders no reasoning key, so full rows "
-                "train like masked ones; export with --reasoning-key inline")
+        return (f"warning: the {family} chat template renders no reasoning key, so the "
+                "reasoning is never trained; export with --reasoning-key inline")
     return (f"warning: the {family} chat template reads {reads}, not {key}: renderers that do "
             f"not alias the two drop it; export with --reasoning-key {reads}")
