@@ -21,7 +21,7 @@ from typing import Any
 from tasks.dataset.dataset import Dataset
 from tasks.sft import ExportError
 from tasks.sft.configs import Export, beside
-from tasks.sft.families import FAMILIES, reasoning_warning
+from tasks.sft.families import FAMILIES, INLINE_THOUGHT, reasoning_warning
 from tasks.sft.rows import COLUMNS, hf_message, meta, sft_row
 
 FORMATS = ("hf", "openai", "sharegpt")
@@ -110,7 +110,7 @@ def _renders(tok: Any, key: str) -> bool:
 def _record(row: tuple, o: Options, tok: Any) -> dict:
     if tok is None:
         family = FAMILIES.get(o.template_family or "")
-        thought = family.thought if family else FAMILIES["qwen3"].thought
+        thought = family.thought if family else INLINE_THOUGHT
         return sft_row(row, o.fmt, o.arguments or "object", o.reasoning_key or "", thought)
     from tasks.sft.labels import tokenized
 
