@@ -70,8 +70,9 @@ def message_spans(tok: Any, messages: list[dict], tools: list[dict]) -> tuple[st
     full = render(len(messages))
     spans, start = [], 0
     for i, m in enumerate(messages):
-        end = len(render(i + 1))
-        if not full.startswith(render(i + 1)):
+        upto = render(i + 1)
+        end = len(upto)
+        if not full.startswith(upto):
             raise ExportError(f"the chat template renders message {i} ({m['role']}) "
                               "differently once later messages follow (it is not "
                               "prefix-preserving), so its tokens cannot be told apart; use the "
