@@ -75,8 +75,8 @@ def message_spans(tok: Any, messages: list[dict], tools: list[dict]) -> tuple[st
         if not full.startswith(upto):
             raise ExportError(f"the chat template renders message {i} ({m['role']}) "
                               "differently once later messages follow (it is not "
-                              "prefix-preserving), so its tokens cannot be told apart; use the "
-                              "family's training template (TRL's *_training.jinja)")
+                              "prefix-preserving), so its tokens cannot be told apart; use a "
+                              "template that renders each message alike whatever follows")
         if m["role"] == "assistant" and i:
             header = render(i, prompt=True)
             if full.startswith(header) and start <= len(header) <= end:
