@@ -232,15 +232,18 @@ def _check_runner(args: argparse.Namespace) -> None:
 
 
 def cmd_export_sft(args: argparse.Namespace) -> int:
-    from tasks.dataset.sft import ExportError, export_sft
+    from tasks.sft import ExportError
+    from tasks.sft.export import Options, export_sft
 
+    options = Options(args.format, args.supervision, args.action_space, args.arguments,
+                      args.reasoning_key, args.template_family, args.tokenizer)
     try:
-        n = export_sft(args.data, args.out, args.format, args.supervision, args.action_space,
-                       args.arguments)
+        n = export_sft(args.data, args.out, options)
     except ExportError as exc:
         raise UsageError(str(exc)) from None
-    print(f"wrote {n} {args.action_space}/{args.supervision} trajectories as {args.format} "
-          f"JSONL to {args.out}")
+    shape = f"{args.format} tokenized" if args.tokenizer else args.format
+    print(f"wrote {n} {args.action_space}/{args.supervision} trajectories as {shape} "
+          f"JSONL to {args.out}, with its trainer files beside it")
     return 0
 
 
@@ -345,14 +348,26 @@ def build_parser() -> argparse.ArgumentParser:
     plan.set_defaults(func=cmd_plan)
     export = sub.add_parser("export", help="export the dataset for other tools")
     targets = export.add_subparsers(dest="target", required=True, parser_class=_Parser)
+    from tasks.sft.families import FAMILIES, REASONING_KEYS
+
     sft = targets.add_parser("sft", help="trajectories as JSONL for SFT trainers")
-    sft.add_argument("--format", choices=["openai", "sharegpt"], default="openai",
-                     help="openai: messages + tools (TRL, axolotl, OpenAI); sharegpt: "
-                          "LLaMA-Factory")
+    sft.add_argument("--format", choices=["hf", "openai", "sharegpt"], default="hf",
+                     help="hf: messages + tools with per-message train flags (TRL, axolotl); "
+                          "openai: OpenAI fine-tuning rows; sharegpt: LLaMA-Factory")
     sft.add_argument("--supervision", choices=["masked", "full", "actobs"], default="masked")
     sft.add_argument("--action-space", choices=["function", "terminal"], default="function")
-    sft.add_argument("--arguments", choices=["object", "string"], default="object",
-                     help="tool-call arguments as JSON objects (TRL) or strings (OpenAI API)")
+    sft.add_argument("--arguments", choices=["object", "string"],
+                     help="hf: tool-call arguments as JSON objects (default) or strings")
+    sft.add_argument("--reasoning-key", choices=REASONING_KEYS,
+                     help="hf: where reasoning goes (default reasoning_content; inline: "
+                          "<think>...</think> before the content)")
+    sft.add_argument("--template-family",
+                     choices=list(FAMILIES),
+                     help="the chat template the rows will meet: warns when it drops the "
+                          "reasoning; sharegpt: its thought words")
+    sft.add_argument("--tokenizer", type=Path, metavar="DIR",
+                     help="local tokenizer folder with a chat template: write input_ids, "
+                          "attention_mask and labels (the supervision mask per token)")
     sft.add_argument("--out", type=Path, required=True, help="JSONL file to write")
     sft.add_argument("--data", type=Path, default=Path("data"))
     sft.set_defaults(func=cmd_export_sft)

@@ -82,16 +82,24 @@ def write_answer_tool(answer_file: str) -> dict:
 
 
 def observation_text(obs: Observation, cap: int | None = None) -> str:
-    """What the agent sees of a command's result, truncated (tail kept, marked) past ``cap``
-    characters (default ``OBSERVATION_CAP``)."""
+    """What the agent sees of a command's result.  Past ``cap`` characters (default
+    ``OBSERVATION_CAP``) the tail is kept; a first line says what was cut and by whom: the
+    sandbox (its output cap kept only the tail of a stream: ``obs.truncated``) and/or this
+    renderer (how many characters it cut to keep the last ``cap``)."""
     cap = OBSERVATION_CAP if cap is None else cap
     text = obs.stdout if obs.stdout else NO_OUTPUT
     if obs.stderr.strip():
         text += f"\n[stderr]\n{obs.stderr}"
     if obs.exit_code != 0:
         text += f"\n[exit code {obs.exit_code}]"
-    if len(text) > cap or obs.truncated:
-        text = f"[output truncated to the last {cap} characters]\n" + text[-cap:]
+    cuts = []
+    if obs.truncated:
+        cuts.append("the sandbox's output cap kept only the end of the command's output")
+    if len(text) > cap:
+        cuts.append(f"the trajectory renderer cut the first {len(text) - cap} characters "
+                    f"to keep the last {cap}")
+    if cuts:
+        text = f"[output truncated: {'; then '.join(cuts)}]\n" + text[-cap:]
     return text
 
 

@@ -94,3 +94,30 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 
 # ==== end docker availability =============================================================
+
+
+# ==== an SFT dataset (owner: tasks/sft exports) ===========================================
+# Candidates of three built-in ecosystems run in local sandboxes and committed the way the
+# factory commits them; built once per session for the SFT export test modules.
+
+
+@pytest.fixture(scope="session")
+def sft_data(tmp_path_factory: pytest.TempPathFactory):
+    from environments.local.config import LocalConfig
+    from flows.candidate import build_candidate, ecosystem
+    from flows.providers import close_run
+    from tasks.plan import plan_candidates
+    from tests.support.dataset import write_outcomes
+
+    run_id = "itest-sft-export"
+    root = tmp_path_factory.mktemp("sft") / "data"
+    outcomes = [build_candidate(c, name, LocalConfig(), run_id)
+                for name in ("files", "sql", "git")
+                for c in plan_candidates(ecosystem(name), 4, run_seed=9)[0]]
+    close_run(run_id)
+    writer = write_outcomes(root, run_id, outcomes, max_rows=40)
+    assert writer.written["tasks"] >= 9
+    return root
+
+
+# ==== end SFT dataset =====================================================================

@@ -1,6 +1,6 @@
 """SFT data as trainers load it: shards through Hugging Face ``datasets``, the exported
 JSONL through ``datasets`` and the documented row rules of TRL, axolotl and LLaMA-Factory,
-and the openai rows through a real transformers chat template with assistant masks.
+and the hf rows through a real transformers chat template with assistant masks.
 
 The dataset is real (candidates run in local sandboxes, rows written as the factory writes them);
 the tokenizer is built here with the ``tokenizers`` library (no hub, no torch).
@@ -14,30 +14,16 @@ import sys
 
 import pytest
 
-from environments.local.config import LocalConfig
-from flows.candidate import build_candidate, ecosystem
-from flows.providers import close_run
-from tasks.plan import plan_candidates
-from tests.support.dataset import write_outcomes
-
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-RUN_ID = "itest-sft-export"
 MODES = ("masked", "full", "actobs")
 SPACES = ("function", "terminal")
 CLI = [sys.executable, "-m", "flows.cli"]
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    root = tmp_path_factory.mktemp("sft") / "data"
-    outcomes = [build_candidate(c, name, LocalConfig(), RUN_ID)
-                for name in ("files", "sql", "git")
-                for c in plan_candidates(ecosystem(name), 4, run_seed=9)[0]]
-    close_run(RUN_ID)
-    writer = write_outcomes(root, RUN_ID, outcomes, max_rows=40)
-    assert writer.written["tasks"] >= 9
-    return root
+def data(sft_data):
+    return sft_data
 
 
 def cli(*args):
@@ -56,15 +42,6 @@ def load_json(path):
     from datasets import load_dataset
 
     return load_dataset("json", data_files=str(path), split="train")
-
-
-def _present(value):
-    """A loaded value without the keys ``datasets`` adds as None to unify structs."""
-    if isinstance(value, dict):
-        return {k: _present(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_present(v) for v in value]
-    return value
 
 
 def expected_train(message, mode):
@@ -90,13 +67,13 @@ def test_trajectory_shards_load_with_datasets(data):
 
 @pytest.mark.parametrize("space", SPACES)
 @pytest.mark.parametrize("mode", MODES)
-def test_openai_rows_follow_trl_and_axolotl_conventions(data, tmp_path, mode, space):
-    path = export(data, tmp_path, "openai", mode, space)
+def test_hf_rows_follow_trl_and_axolotl_conventions(data, tmp_path, mode, space):
+    path = export(data, tmp_path, "hf", mode, space)
     written = [json.loads(line) for line in path.read_text().splitlines()]
     ds = load_json(path)
     assert len(ds) == len(written) > 0
     for row, raw in zip(ds, written, strict=True):
-        assert _present(row) == raw  # datasets reads back exactly what was written
+        assert row == raw  # datasets reads back exactly what was written: no null-filled keys
         assert (row["supervision"], row["action_space"]) == (mode, space)
         names = set()
         for tool in raw["tools"]:  # TRL: a list of JSON-schema function definitions
@@ -118,8 +95,8 @@ def test_openai_rows_follow_trl_and_axolotl_conventions(data, tmp_path, mode, sp
                 assert m["tool_call_id"].startswith("call_") and m["name"] in names
 
 
-def test_string_arguments_for_the_openai_fine_tuning_api(data, tmp_path):
-    path = export(data, tmp_path, "openai", "masked", "function", "--arguments", "string")
+def test_string_arguments_on_request(data, tmp_path):
+    path = export(data, tmp_path, "hf", "masked", "function", "--arguments", "string")
     for line in path.read_text().splitlines():
         for m in json.loads(line)["messages"]:
             for call in m.get("tool_calls", []):
@@ -158,7 +135,7 @@ def tokenizer():
 def test_chat_template_masks_match_the_per_message_flags(data, tmp_path, mode):
     tok = tokenizer()
     for space in SPACES:
-        ds = load_json(export(data, tmp_path, "openai", mode, space))
+        ds = load_json(export(data, tmp_path, "hf", mode, space))
         for row in ds:
             out = tok.apply_chat_template(row["messages"], tools=row["tools"], tokenize=True,
                                           return_dict=True, return_assistant_tokens_mask=True)
@@ -211,6 +188,18 @@ def test_actobs_is_refused_for_sharegpt_and_bad_input_is_one_line(data, tmp_path
         (["--out", tmp_path / "c.jsonl", "--data", tmp_path / "missing"], "no dataset at"),
         (["--out", tmp_path / "no" / "such" / "dir" / "d.jsonl"], "cannot write --out"),
         (["--out", tmp_path], "is a folder"),
+        (["--format", "openai", "--supervision", "actobs", "--out", tmp_path / "e.jsonl"],
+         "assistant messages only"),
+        (["--format", "openai", "--arguments", "object", "--out", tmp_path / "f.jsonl"],
+         "JSON strings only"),
+        (["--format", "sharegpt", "--arguments", "string", "--out", tmp_path / "g.jsonl"],
+         "does not apply"),
+        (["--format", "openai", "--reasoning-key", "thinking", "--out", tmp_path / "h.jsonl"],
+         "is an hf key"),
+        (["--format", "sharegpt", "--tokenizer", tmp_path, "--out", tmp_path / "i.jsonl"],
+         "use --format hf"),
+        (["--tokenizer", tmp_path / "none", "--out", tmp_path / "j.jsonl"],
+         "no tokenizer_config.json"),
     ]
     for args, needle in cases:
         argv = ["export", "sft", *args]
