@@ -163,7 +163,7 @@ class Runner:
             return _failed(125, f"tf-runner: cannot start the command: {why}\n")
         header, blob = self.supervise(proc, stdin, float(req["timeout"]), int(req["cap"]))
         if header["timed_out"]:
-            kill_strays(marker, since)
+            kill_strays(marker, since, first_pid=proc.pid)
         return header, blob
 
     def spawn(self, argv: list[str], cwd: str, env: dict[str, str], with_stdin: bool

@@ -69,13 +69,17 @@ def boot_ticks() -> float:
     return time.clock_gettime(time.CLOCK_BOOTTIME) * os.sysconf("SC_CLK_TCK")
 
 
-def kill_strays(marker: str, since: float | None, keep: tuple[int, ...] = ()) -> int:
+def kill_strays(marker: str, since: float | None, keep: tuple[int, ...] = (),
+                first_pid: int = 0) -> int:
     """KILL what a timed-out exec left anywhere, in its group or not (``setsid``, double
     forks, ``nohup``): every process of this uid whose environment carries
     ``TF_EXEC_ID=marker``, and — when ``since`` (boot ticks at the exec's start) is given —
     every process of this uid started since then that carries no ``TF_EXEC_ID`` at all
     (it cleared its environment; one carrying another exec's id belongs to that exec).
-    Never this process, its parent or ``keep``.  Returns how many were killed.
+    Start times count in clock ticks (10 ms), so a process started in the exec's first
+    tick is the exec's only when its pid is at least ``first_pid`` (the exec's own
+    process): one started just before the exec, in the same tick, is spared.  Never this
+    process, its parent or ``keep``.  Returns how many were killed.
 
     A process forked by the runner without an exec (``pyfork``) shows the runner's
     environment, so a concurrent exec's forked ``python3 -`` counts as carrying no id."""
@@ -100,7 +104,10 @@ def kill_strays(marker: str, since: float | None, keep: tuple[int, ...] = ()) ->
                 continue
             ours = tag in env
             unmarked = not any(e.startswith(f"{MARKER}=".encode()) for e in env)
-            if ours or (since is not None and unmarked and int(fields[19]) >= int(since)):
+            started = int(fields[19])
+            new = since is not None and (started > int(since) or (
+                started == int(since) and int(name) >= first_pid))
+            if ours or (unmarked and new):
                 found.append(int(name))
         if not found:
             break
