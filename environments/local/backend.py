@@ -9,7 +9,8 @@ Layout of a sandbox root (``tempfile.mkdtemp(prefix=f"taskfactory-{run_id}-")``)
 
 Commands get a clean environment, their own session/process group (a timeout SIGKILLs the
 whole group, and every process that inherited the exec's ``TF_EXEC_ID``) and rlimits:
-RLIMIT_AS (memory_mb), RLIMIT_CPU (cpu_seconds), RLIMIT_FSIZE (max_file_mb). Paths given
+RLIMIT_AS (memory_mb), RLIMIT_CPU (cpu_seconds), RLIMIT_FSIZE (max_file_mb), set by
+``prlimit`` (util-linux) in the command's own process. Paths given
 as "/workspace/..." (the docker workdir) map into the temp workspace; paths escaping the
 sandbox root raise SandboxError.
 
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
 WORKDIR_ALIAS = "/workspace"
 MARKER = ".taskfactory-sandbox"
 BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
+PRLIMIT = shutil.which("prlimit") or "/usr/bin/prlimit"  # util-linux
 
 
 def _safe(run_id: str) -> str:
@@ -126,16 +128,21 @@ class LocalSandbox(Sandbox):
             raise SandboxError(f"path {path!r} escapes the sandbox")
         return p
 
-    def _limits(self) -> None:  # runs in the child between fork and exec
-        cfg = self._cfg
-        for res, val in (
-            (resource.RLIMIT_AS, cfg.memory_mb * 2**20),
-            (resource.RLIMIT_CPU, cfg.cpu_seconds),
-            (resource.RLIMIT_FSIZE, cfg.max_file_mb * 2**20),
+    def _limited(self, argv: list[str]) -> list[str]:
+        """``argv`` under ``prlimit``, which sets the rlimits in its own process and then
+        execs the command. No Python runs in the child between fork and exec (a
+        ``preexec_fn`` would run the interpreter's at-fork hooks there, and a Ctrl-C sent
+        to the terminal's process group in that window prints a traceback from them)."""
+        cfg, opts = self._cfg, []
+        for name, res, val in (
+            ("as", resource.RLIMIT_AS, cfg.memory_mb * 2**20),
+            ("cpu", resource.RLIMIT_CPU, cfg.cpu_seconds),
+            ("fsize", resource.RLIMIT_FSIZE, cfg.max_file_mb * 2**20),
         ):
-            hard = resource.getrlimit(res)[1]
+            hard = resource.getrlimit(res)[1]  # the child inherits this process's limits
             val = val if hard == resource.RLIM_INFINITY else min(val, hard)
-            resource.setrlimit(res, (val, val))
+            opts.append(f"--{name}={val}:{val}")
+        return [PRLIMIT, *opts, "--", *argv]
 
     def _exec(self, argv: list[str], timeout: float, workdir: str | None,
               env: dict[str, str] | None, stdin: bytes | None) -> ExecResult:
@@ -152,14 +159,14 @@ class LocalSandbox(Sandbox):
             with self._procs_lock:
                 self._check_open()
                 proc = subprocess.Popen(
-                    argv, cwd=cwd, env=full_env, start_new_session=True,
-                    preexec_fn=self._limits, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    self._limited(argv), cwd=cwd, env=full_env, start_new_session=True,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                     stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                 )  # fmt: skip
                 self._procs.add(proc.pid)
-        except OSError as e:  # like a shell: 127 not found, 126 not executable
-            code = 127 if isinstance(e, FileNotFoundError) else 126
-            return _result(code, "", f"{argv[0]}: {e.strerror}\n", start)
+        except OSError as e:  # prlimit itself (a missing command is prlimit's 127/126)
+            raise SandboxError(f"cannot start {PRLIMIT}: {e.strerror}; the local backend "
+                               "needs util-linux's prlimit on the host") from e
         jobs: list[tuple[Callable[..., None], IO[bytes] | None, object]] = [
             (_drain, proc.stdout, out), (_drain, proc.stderr, err)]
         if stdin is not None:

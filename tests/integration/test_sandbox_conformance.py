@@ -18,6 +18,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -383,6 +384,31 @@ def test_local_paths_cannot_escape(providers: _Providers, local: str) -> None:
         s.write_files({"/workspace/alias.txt": b"alias"})  # docker's workdir maps here
         assert s.read_file("alias.txt") == b"alias"
 
+
+
+@pytest.mark.parametrize("local", ["local", *THIRD_PARTY])
+def test_local_rlimits_hold_and_no_python_runs_between_fork_and_exec(
+        providers: _Providers, local: str, tmp_path: Path) -> None:
+    """The command runs under the configured rlimits, and this process's at-fork hooks
+    never run in its child: a Ctrl-C to the terminal's process group arriving between
+    fork and exec would otherwise print a traceback from one of them."""
+    seen = tmp_path / "forked"
+    os.register_at_fork(after_in_child=lambda: _AT_FORK and seen.touch())
+    _AT_FORK.append(True)
+    try:
+        with providers.get(local).sandbox() as s:
+            res = s.exec(["bash", "-c", "ulimit -v; ulimit -t; ulimit -f"])
+    finally:
+        _AT_FORK.clear()
+    cfg = _config(local)
+    # bash reports -v and -f in KiB (-f in 1024-byte blocks), -t in seconds
+    assert res.stdout.split() == [str(cfg.memory_mb * 1024), str(cfg.cpu_seconds),
+                                  str(cfg.max_file_mb * 1024)]
+    assert not seen.exists(), "Python ran in the child between fork and exec"
+
+
+_AT_FORK: list[bool] = []
+"""Set while the test above runs: at-fork hooks cannot be unregistered."""
 
 # ---- docker hardening ------------------------------------------------------------------
 
