@@ -10,7 +10,7 @@ passed where a ``file.text`` is expected.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Annotated, Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -225,6 +225,11 @@ class StateType(_Strict):
     type: str
 
 
+ProbeRef = Annotated[str, Field(
+    pattern=r"^([A-Za-z0-9_]+\.py|@[a-z][a-z0-9_-]*(/[A-Za-z0-9_]+\.py)?)$")]
+"""One part of a probe script (see ``EcosystemSpec.probe``)."""
+
+
 class EcosystemSpec(_Strict):
     name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
     description: str
@@ -238,8 +243,11 @@ class EcosystemSpec(_Strict):
     """Module with ``empty(key, expected)`` and ``fill(key, expected, literals)``: shell
     commands that fake an output of a non-file probe section, for the gate's shortcut
     controls (see tasks/shortcuts.py)."""
-    probe: str = Field(pattern=r"^([A-Za-z0-9_]+\.py|@[a-z][a-z0-9_-]*)$",
-                       description="stdlib probe script, or @<built-in> to reuse its probe")
+    probe: ProbeRef | list[ProbeRef] = Field(
+        description="stdlib probe script, or the parts one is made of, in order")
+    """A part is a ``.py`` file of the folder, ``@<built-in>`` (that ecosystem's whole
+    probe) or ``@<built-in>/<file>.py`` (one file of its folder).  The parts are joined
+    into one script, so a later part may use what an earlier one defines."""
     probe_sections: dict[str, ProbeSection] = Field(default_factory=dict)
     setup: str | None = None
     """Shell command run once in the workdir after the seed files are written."""

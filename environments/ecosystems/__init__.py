@@ -83,14 +83,22 @@ class Ecosystem:
         return self.samplers[facet](content, rng, **context)
 
 
-def _probe_path(folder: Path, probe: str) -> Path:
-    """``probe.py`` in the folder, or ``@files``: the probe of built-in ecosystem ``files``."""
-    if not probe.startswith("@"):
-        return folder / probe
-    spec_file = BUILTIN_DIR / probe[1:] / SPEC_FILE
-    if not spec_file.is_file():
-        return spec_file.with_name("no-such-probe")
-    return spec_file.parent / str(yaml.safe_load(spec_file.read_text()).get("probe", ""))
+def _probe_parts(folder: Path, probe: str | list[str]) -> list[Path]:
+    """The files a probe is joined from, in order (see ``EcosystemSpec.probe``); a part
+    that names no file is returned as a path that does not exist."""
+    parts: list[Path] = []
+    for ref in [probe] if isinstance(probe, str) else probe:
+        if not ref.startswith("@"):
+            parts.append(folder / ref)
+            continue
+        name, _, file = ref[1:].partition("/")
+        spec_file = BUILTIN_DIR / name / SPEC_FILE
+        if file or not spec_file.is_file():
+            parts.append(spec_file.parent / (file or "no-such-probe"))
+            continue
+        own = yaml.safe_load(spec_file.read_text()).get("probe", [])
+        parts += [spec_file.parent / p for p in ([own] if isinstance(own, str) else own)]
+    return parts
 
 
 def builtin_names() -> list[str]:
@@ -192,11 +200,12 @@ def load_ecosystem(name_or_path: str) -> Ecosystem:
     except contract.ContractError as exc:
         raise EcosystemError(str(exc)) from None
     _check_bindable(spec, spec_file)
-    probe_path = _probe_path(folder, spec.probe)
-    if not probe_path.is_file():
+    parts = _probe_parts(folder, spec.probe)
+    if not parts or not all(p.is_file() for p in parts):
         raise EcosystemError(f"{spec_file}: field 'probe': {spec.probe!r} names no probe script "
-                             f"(a .py file in the folder, or @ plus a built-in ecosystem)")
-    probe_source = probe_path.read_text()
+                             f"(a .py file in the folder, @ plus a built-in ecosystem, or "
+                             f"@<built-in>/<file>.py)")
+    probe_source = "\n".join(p.read_text() for p in parts)
     digest = hashlib.sha256()
     for f in sorted(folder.glob("*")):
         if f.is_file() and f.suffix in (".py", ".yaml", ".yml"):

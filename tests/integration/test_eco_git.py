@@ -132,13 +132,18 @@ def test_seeded_history_is_one_pack(repo):
     assert counts["count"] == "0" and counts["packs"] == "1", counts
 
 
+def _on_new_branch(repo, tool: str, facet: str, name: str):
+    """Run ``tool`` with a commit the ``facet`` sampler draws, onto new branch ``name`` off
+    main; returns the repo as it was, the commit, its record then, and the new tip."""
+    g = samplers._Repo(repo.reset())
+    commit = repo.sample(facet, base="main")
+    repo.tool(tool, name=name, base="main", commit=commit)
+    return g, commit, g.commits[g.resolve(commit)], _tip(repo, name)
+
+
 @pytest.mark.parametrize("tool", ["backport_branch", "fork_with_pick"])
 def test_cherry_pick_onto_a_new_branch(repo, tool):
-    g = samplers._Repo(repo.reset())
-    commit = repo.sample("pickable", base="main")
-    repo.tool(tool, name="pick/x", base="main", commit=commit)
-    picked = g.commits[g.resolve(commit)]
-    tip = _tip(repo, "pick/x")
+    g, commit, picked, tip = _on_new_branch(repo, tool, "pickable", "pick/x")
     assert tip["parents"] == [g.branches["main"]]
     assert (tip["subject"], tip["author"]) == (picked["subject"], picked["author"])
     assert tip["changes"] == picked["changes"]
@@ -147,11 +152,7 @@ def test_cherry_pick_onto_a_new_branch(repo, tool):
 
 @pytest.mark.parametrize("tool", ["hotfix_branch", "fork_with_revert"])
 def test_revert_on_a_new_branch_and_on_an_existing_one(repo, tool):
-    g = samplers._Repo(repo.reset())
-    commit = repo.sample("revertible", base="main")
-    repo.tool(tool, name="revert/x", base="main", commit=commit)
-    original = g.commits[g.resolve(commit)]
-    tip = _tip(repo, "revert/x")
+    g, commit, original, tip = _on_new_branch(repo, tool, "revertible", "revert/x")
     assert tip["subject"] == f'Revert "{original["subject"]}"' and tip["author"] == AGENT
     assert repo.git("diff", "--name-only", f"{commit}~1", "revert/x", "--",
                     *original["changes"]) == ""  # the touched paths are back as before

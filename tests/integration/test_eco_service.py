@@ -7,16 +7,14 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from environments.docker.config import DockerConfig
 from environments.ecosystems import load_ecosystem
-from flows.candidate import build_candidate
 from flows.providers import close_run, provider_for
 from tasks.commands import render_command
-from tasks.plan import plan_candidates
+from tests.support.candidates import build_planned
 
 pytestmark = pytest.mark.docker
 
@@ -35,19 +33,9 @@ def config():
 # ---- the pipeline ---------------------------------------------------------------------
 
 def test_pipeline_accepts_most_candidates(config):
-    candidates, _ = plan_candidates(ECO, 15, run_seed=7)
-    with ThreadPoolExecutor(4) as pool:
-        outcomes = list(pool.map(lambda c: build_candidate(c, "service", config, RUN_ID),
-                                 candidates))
-    accepted = [o for o in outcomes if o.task]
-    rejected = [(o.attempt.stage, o.attempt.reason, o.attempt.detail)
-                for o in outcomes if not o.task]
+    accepted, rejected = build_planned(ECO, 15, config, RUN_ID, workers=4)
     assert len(accepted) >= 13, rejected
-    for o in accepted:
-        gate = o.task.gate
-        assert gate.baseline_reward == 0.0 and gate.reference_reward == 1.0
-        assert gate.reference_checks_passed == gate.checks_total > 0
-    tools = Counter(t for o in accepted for t in o.task.tools)
+    tools = Counter(t for task in accepted for t in task.tools)
     writes = {t.name for t in ECO.spec.tools if t.effect == "write"}
     assert writes & set(tools), f"no accepted task changes a record: {dict(tools)}"
 

@@ -19,11 +19,10 @@ import pytest
 
 from environments.docker.config import DockerConfig
 from environments.ecosystems import load_ecosystem
-from flows.candidate import build_candidate
 from flows.providers import close_run, provider_for
 from tasks.commands import render_command
-from tasks.plan import plan_candidates
 from tasks.realize import probe, realize
+from tests.support.candidates import build_planned
 
 pytestmark = pytest.mark.docker
 
@@ -38,15 +37,8 @@ def backend():
 
 
 def test_candidates_are_accepted_with_gate_results(backend):
-    candidates, _ = plan_candidates(SQL, 15, run_seed=7)
-    outcomes = [build_candidate(c, "sql", backend, RUN_ID) for c in candidates]
-    accepted = [o for o in outcomes if o.task]
-    rejected = [(o.attempt.stage, o.attempt.reason, o.attempt.detail)
-                for o in outcomes if not o.task]
+    accepted, rejected = build_planned(SQL, 15, backend, RUN_ID)
     assert len(accepted) >= 12, rejected
-    for o in accepted:
-        assert o.task.gate.baseline_reward == 0.0 and o.task.gate.reference_reward == 1.0
-        assert o.task.gate.reference_checks_passed == o.task.gate.checks_total > 0
 
 
 # ---- every tool, by hand ----------------------------------------------------------------

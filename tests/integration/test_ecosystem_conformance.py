@@ -55,7 +55,9 @@ BROKEN_TOOLS: dict[str, dict[str, str]] = {"faults": {
     "most_common_word": "ambiguous", "quote_lines": "environment",
 }}
 """Tools that must fail, with the reason (``a|b``: either).  ``quote_lines`` needs jq,
-which the base image lacks; on the local backend it runs where the host has jq."""
+which the base image lacks; on the local backend it runs where the host has jq.  The local
+backend has no pids limit (a documented gap), so nothing stops ``fork_bomb`` but its timeout
+or its own ``sleep 3; exit 1``, whichever comes first: measured, either happens."""
 NEW_VALUE_SAMPLERS = {
     "files": {"json_value"},
     "sql": {"set_value", "insert_columns", "insert_values"},
@@ -166,6 +168,8 @@ def test_every_tool_runs_once_and_its_output_parses(exercised: _Exercised, name:
     expected = dict(BROKEN_TOOLS.get(name, {}))
     if backend == "local" and "quote_lines" in expected and shutil.which("jq"):
         del expected["quote_lines"]
+    if backend == "local" and "fork_bomb" in expected:  # no pids limit: a race (see above)
+        expected["fork_bomb"] += "|tool_error"
     failures = _failures(exercise.runs)
     assert failures.keys() == expected.keys(), {n: exercise.runs[n].failure for n in failures}
     for tool, reason in failures.items():

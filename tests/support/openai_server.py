@@ -28,6 +28,8 @@ from typing import Any
 
 import pytest
 
+from tasks.llm import LLMClient, LLMConfig
+
 _ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -221,3 +223,12 @@ def openai_server() -> Iterator[OpenAIServer]:
     """A started :class:`OpenAIServer`, stopped after the test (import into a test module)."""
     with OpenAIServer() as srv:
         yield srv
+
+
+def make_client(server: OpenAIServer | str, **overrides: Any) -> LLMClient:
+    """A client of ``server`` (or a base URL) with short timeouts and back-off, so tests
+    of retries take milliseconds; ``overrides`` are ``LLMConfig`` fields."""
+    settings: dict[str, Any] = dict(
+        base_url=server if isinstance(server, str) else server.base_url, model="test-model",
+        timeout_s=2.0, max_attempts=3, backoff_base_s=0.01, backoff_max_s=0.05)
+    return LLMClient(LLMConfig(**{**settings, **overrides}))

@@ -11,13 +11,13 @@ import random
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from environments.ecosystems import load_ecosystem
 from schemas.ecosystem import type_satisfies
+from tests.support.probes import run_probe
 
 GIT = load_ecosystem("git")
 SEED = 11
@@ -62,9 +62,7 @@ def build_repo(path: Path, seed: int = SEED) -> Path:
 
 
 def probe(path: Path) -> dict:
-    done = subprocess.run([sys.executable, "-"], input=GIT.probe_source, cwd=path,
-                          capture_output=True, text=True, check=True)
-    return json.loads(done.stdout)
+    return run_probe(GIT, path)
 
 
 @pytest.fixture(scope="module")

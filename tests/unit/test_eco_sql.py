@@ -14,7 +14,6 @@ import re
 import shutil
 import sqlite3
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import pytest
 
 from environments.ecosystems import load_ecosystem
 from tasks.commands import render_command
+from tests.support.probes import run_probe
 
 SQL = load_ecosystem("sql")
 BASE = ("customers", "products", "orders", "order_items")
@@ -40,10 +40,8 @@ def _build(tmp_path: Path, seed: int) -> Path:
     return tmp_path
 
 
-def _probe(root: Path) -> dict:
-    done = subprocess.run([sys.executable, "-"], input=SQL.probe_source, cwd=root,
-                          capture_output=True, text=True, check=True)
-    return json.loads(done.stdout)
+def _probe(path: Path) -> dict:
+    return run_probe(SQL, path)
 
 
 @pytest.fixture(scope="module")

@@ -14,13 +14,12 @@ from pydantic import BaseModel
 
 from tasks.llm import (
     LLMBudgetExceeded,
-    LLMClient,
     LLMConfig,
     LLMError,
     LLMMalformed,
     LLMUnavailable,
 )
-from tests.support.openai_server import Behaviour, OpenAIServer
+from tests.support.openai_server import Behaviour, OpenAIServer, make_client
 
 
 class Answer(BaseModel):
@@ -35,19 +34,6 @@ ASK = [{"role": "user", "content": "What is six times seven?"}]
 def srv() -> Iterator[OpenAIServer]:
     with OpenAIServer() as server:
         yield server
-
-
-def make_client(server: OpenAIServer | str, **overrides) -> LLMClient:
-    settings = dict(
-        base_url=server if isinstance(server, str) else server.base_url,
-        model="test-model",
-        timeout_s=2.0,
-        max_attempts=3,
-        backoff_base_s=0.01,
-        backoff_max_s=0.05,
-    )
-    settings.update(overrides)
-    return LLMClient(LLMConfig(**settings))
 
 
 def test_good_response_is_validated_and_usage_counted(srv: OpenAIServer) -> None:

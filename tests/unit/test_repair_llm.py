@@ -7,9 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tasks.llm import LLMClient, LLMConfig
 from tasks.repair_llm import RepairProposal, RepairRequest, propose_repair
-from tests.support.openai_server import Behaviour, OpenAIServer
+from tests.support.openai_server import Behaviour, OpenAIServer, make_client
 
 TOOL = {
     "type": "function",
@@ -40,19 +39,6 @@ REQUEST = RepairRequest(
 def srv() -> Iterator[OpenAIServer]:
     with OpenAIServer() as server:
         yield server
-
-
-def make_client(server: OpenAIServer, **overrides) -> LLMClient:
-    settings = dict(
-        base_url=server.base_url,
-        model="test-model",
-        timeout_s=2.0,
-        max_attempts=2,
-        backoff_base_s=0.01,
-        backoff_max_s=0.02,
-    )
-    settings.update(overrides)
-    return LLMClient(LLMConfig(**settings))
 
 
 def test_good_rebind_passes_validation(srv: OpenAIServer) -> None:
@@ -138,7 +124,7 @@ def test_malformed_replies_give_none(srv: OpenAIServer, content: str) -> None:
 
 def test_server_errors_give_none_without_raising(srv: OpenAIServer) -> None:
     srv.default = Behaviour(kind="status", code=500)
-    client = make_client(srv, breaker_threshold=2, breaker_cooldown_s=30)
+    client = make_client(srv, max_attempts=2, breaker_threshold=2, breaker_cooldown_s=30)
     assert propose_repair(client, REQUEST) is None  # retries exhausted
     assert propose_repair(client, REQUEST) is None
     assert srv.request_count == 4

@@ -1,6 +1,8 @@
 """Seed determinism and ecosystem spec errors that name the file and the field."""
 
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -61,11 +63,34 @@ def test_unknown_ecosystem_lists_the_choices():
         load_ecosystem("nope")
 
 
+def _set_probe(folder, value):
+    spec = folder / "ecosystem.yaml"
+    lines = [f"probe: {value}" if line.startswith("probe:") else line
+             for line in spec.read_text().splitlines()]
+    spec.write_text("\n".join(lines) + "\n")
+
+
 def test_a_folder_may_reuse_a_builtin_probe(eco_copy):
-    (eco_copy / "probe.py").unlink()
-    spec = eco_copy / "ecosystem.yaml"
-    spec.write_text(spec.read_text().replace("probe: probe.py", 'probe: "@files"', 1))
+    for own in ("probe.py", "file_entry.py"):
+        (eco_copy / own).unlink()
+    _set_probe(eco_copy, '"@files"')
     assert load_ecosystem(str(eco_copy)).probe_source == FILES.probe_source
-    spec.write_text(spec.read_text().replace('"@files"', '"@nosuch"', 1))
+    _set_probe(eco_copy, '"@nosuch"')
+    with pytest.raises(EcosystemError, match="field 'probe'.*names no probe script"):
+        load_ecosystem(str(eco_copy))
+
+
+def test_a_probe_is_joined_from_its_parts_in_order(eco_copy):
+    (eco_copy / "probe.py").unlink()
+    (eco_copy / "tail.py").write_text("print(len(file_entry('notes.txt')))\n")
+    _set_probe(eco_copy, '["@files/file_entry.py", tail.py]')
+    source = load_ecosystem(str(eco_copy)).probe_source
+    shared = (FILES.folder / "file_entry.py").read_text()
+    assert source == shared + "\n" + "print(len(file_entry('notes.txt')))\n"
+    (eco_copy / "notes.txt").write_text("four")
+    ran = subprocess.run([sys.executable, "-"], input=source, text=True, cwd=eco_copy,
+                         capture_output=True, check=True)
+    assert ran.stdout == "4\n"  # the later part calls what the earlier one defined
+    _set_probe(eco_copy, '["@files/nosuch.py", tail.py]')
     with pytest.raises(EcosystemError, match="field 'probe'.*names no probe script"):
         load_ecosystem(str(eco_copy))

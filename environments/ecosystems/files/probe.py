@@ -6,12 +6,12 @@ of a UTF-8 file up to 256 KiB, else ``{"sha256": ..., "size": ...}`` (``{"symlin
 for links).
 """
 
-import contextlib
-import hashlib
 import json
 import os
+from typing import TYPE_CHECKING
 
-MAX_TEXT = 256 * 1024
+if TYPE_CHECKING:  # joined in front of this script (ecosystem.yaml: probe)
+    from file_entry import file_entry
 
 
 def main() -> None:
@@ -23,13 +23,7 @@ def main() -> None:
             if os.path.islink(path):
                 files[path] = {"symlink": os.readlink(path)}
                 continue
-            with open(path, "rb") as f:
-                data = f.read()
-            entry = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
-            if len(data) <= MAX_TEXT:
-                with contextlib.suppress(UnicodeDecodeError):
-                    entry = data.decode("utf-8")
-            files[path] = entry
+            files[path] = file_entry(path)
     print(json.dumps({"files": files}, sort_keys=True, separators=(",", ":")))
 
 

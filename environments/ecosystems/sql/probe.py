@@ -16,15 +16,16 @@ Sections (keys sorted, so two runs on one state print the same bytes):
   answer file): path -> its text when UTF-8 and <= 256 KiB, else ``{"sha256", "size"}``.
 """
 
-import contextlib
-import hashlib
 import json
 import os
 import sqlite3
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # joined in front of this script (ecosystem.yaml: probe)
+    from file_entry import file_entry
 
 DB = "shop.db"
 SKIP_FILES = {DB, DB + "-journal", DB + "-wal", DB + "-shm", "answer.txt"}
-MAX_TEXT = 256 * 1024
 
 
 def cell(value):
@@ -79,13 +80,7 @@ def workspace_files():
             path = os.path.join(root, name)[2:]
             if path in SKIP_FILES or not os.path.isfile(path):
                 continue
-            with open(path, "rb") as f:
-                data = f.read()
-            entry = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
-            if len(data) <= MAX_TEXT:
-                with contextlib.suppress(UnicodeDecodeError):
-                    entry = data.decode("utf-8")
-            files[path] = entry
+            files[path] = file_entry(path)
     return files
 
 
