@@ -73,8 +73,9 @@ class StreamDemux:
             i, self._left = i + take, self._left - take
 
 
-Hijacked = tuple[socket.socket, Callable[[], None]]
-"""A hijacked connection's real socket, and the closer for all of it."""
+Hijacked = tuple[socket.socket, Callable[[], None], bytes]
+"""A hijacked connection's real socket, the closer for all of it, and the stream bytes
+the HTTP client had already read past the response headers (they come first)."""
 
 
 def attach(api: docker.APIClient, exec_id: str) -> Hijacked:
@@ -90,7 +91,9 @@ def attach_container(api: docker.APIClient, container_id: str) -> Hijacked:
 
 
 def hijacked(raw: Any) -> Hijacked:
-    """The real socket under a docker-py hijacked response, and a closer for all of it."""
+    """The real socket under a docker-py hijacked response, a closer for all of it, and
+    the bytes its HTTP client buffered beyond the headers: output that arrived with them
+    (attaching to a container that already writes) would be lost to a socket reader."""
     sock: socket.socket = getattr(raw, "_sock", raw)  # a SocketIO wraps the real socket
     response = getattr(raw, "_response", None)  # docker-py keeps the HTTP response here
 
@@ -100,7 +103,22 @@ def hijacked(raw: Any) -> Hijacked:
                 if obj is not None:
                     obj.close()
 
-    return sock, close
+    return sock, close, _buffered(sock, response)
+
+
+def _buffered(sock: socket.socket, response: Any) -> bytes:
+    """What the response's buffered reader holds, without waiting for more."""
+    reader = getattr(getattr(getattr(response, "raw", None), "_fp", None), "fp", None)
+    if reader is None or not hasattr(reader, "peek"):
+        return b""
+    timeout = sock.gettimeout()
+    sock.setblocking(False)  # peek reads the socket only when nothing is buffered
+    try:
+        return bytes(reader.peek(1 << 16))
+    except (OSError, ValueError):
+        return b""
+    finally:
+        sock.settimeout(timeout)
 
 
 def exit_code(api: docker.APIClient, exec_id: str, wait_s: float = 5) -> int | None:
@@ -116,10 +134,13 @@ def exit_code(api: docker.APIClient, exec_id: str, wait_s: float = 5) -> int | N
         delay = min(delay * 2, 0.1)
 
 
-def _pump(sock: socket.socket, deadline: float, out: TailBuffer, err: TailBuffer) -> bool:
-    """Read the exec stream into the tail buffers until EOF. Returns False if ``deadline``
-    passed first (host-side backstop)."""
+def _pump(sock: socket.socket, early: bytes, deadline: float, out: TailBuffer,
+          err: TailBuffer) -> bool:
+    """Read the exec stream (``early`` first) into the tail buffers until EOF. Returns
+    False if ``deadline`` passed first (host-side backstop)."""
     demux = StreamDemux()
+    for stream, data in demux.feed(early):
+        (out if stream == 1 else err).write(data)
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -155,12 +176,12 @@ def exec_once(api: docker.APIClient, container_id: str, user: str, cap: int, arg
         container_id, cmd, stdout=True, stderr=True, stdin=stdin is not None,
         workdir=workdir, environment=dict(env) if env else None, user=user,
     )["Id"]  # fmt: skip
-    sock, close = attach(api, exec_id)
+    sock, close, early = attach(api, exec_id)
     out, err = TailBuffer(cap), TailBuffer(cap)
     if stdin is not None:
         threading.Thread(target=_feed, args=(sock, stdin), daemon=True).start()
     try:
-        finished = _pump(sock, start + timeout + BACKSTOP_S, out, err)
+        finished = _pump(sock, early, start + timeout + BACKSTOP_S, out, err)
     finally:
         close()
     code = exit_code(api, exec_id) if finished else None

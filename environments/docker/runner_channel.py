@@ -97,7 +97,7 @@ class RunnerChannel:
                 stderr=True, user=user, workdir="/",
             )["Id"]  # fmt: skip
             attached = attach(api, self.exec_id)
-        self._sock, self._close_sock = attached
+        self._sock, self._close_sock, self._early = attached
         self._sock.settimeout(SOCKET_TIMEOUT_S)
         hello = self._pending[0]  # before the reader starts: it may fail every call at once
         threading.Thread(target=self._read_loop, name="tf-runner-reader", daemon=True).start()
@@ -218,8 +218,9 @@ class RunnerChannel:
         demux, reason = StreamDemux(), "the runner exited"
         try:
             while self._dead is None and self._exit is None:
+                chunk, self._early = self._early, b""  # what came with the HTTP headers
                 try:
-                    chunk = self._sock.recv(1 << 16)
+                    chunk = chunk or self._sock.recv(1 << 16)
                 except TimeoutError:
                     continue
                 if not chunk:

@@ -190,3 +190,35 @@ def test_without_python3_the_sandbox_falls_back_to_docker_exec(
             assert s.exec(["cat", "a/b.txt"]).stdout == "via the engine"
     finally:
         p.close()
+
+
+def test_attaching_to_a_container_that_already_writes_loses_no_byte() -> None:
+    """The engine can send output in the same read as the attach's HTTP headers; the
+    bytes the HTTP client buffered come first, so the multiplexed stream stays aligned
+    (a lost byte shows as a frame header of an unknown stream)."""
+    import docker
+
+    from environments.docker.exec_path import StreamDemux, attach_container
+
+    api = docker.APIClient()
+    line = b"0123456789abcdef\n"
+    cid = api.create_container(DockerConfig().image, ["sh", "-c", f"yes {line.decode().strip()}"],
+                               labels={"taskfactory.run": RUN_ID})["Id"]
+    api.start(cid)
+    try:
+        for _ in range(40):
+            sock, close, early = attach_container(api, cid)
+            try:
+                got, demux = bytearray(), StreamDemux()
+                chunk = early
+                while len(got) < 1 << 16:
+                    for stream, data in demux.feed(chunk):
+                        assert stream == 1, f"misaligned stream: frame of stream {stream}"
+                        got += data
+                    chunk = sock.recv(1 << 16)
+                start = got.index(b"\n") + 1  # the stream is joined mid-line
+                assert bytes(got[start:]).startswith(line * 100)
+            finally:
+                close()
+    finally:
+        api.remove_container(cid, force=True)
