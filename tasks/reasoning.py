@@ -31,7 +31,7 @@ from schemas.trace import DiscoveryTrace, Observation, StepTrace, Trace
 from tasks.grounding import Visible, appears
 from tasks.instruct import Item
 from tasks.llm import LLMClient, LLMError
-from tasks.shell_names import command_names
+from tasks.shell_names import command_names, routes
 
 log = logging.getLogger(__name__)
 PURPOSE = "reasoning"
@@ -45,6 +45,7 @@ _TERMINAL = ["One shell command does it, with {programs}.", "I run it with {prog
              "{Programs} can do this in one command."]
 _LOOK = ["Before I rely on it, I look at {label}.", "First I check {label}.",
          "I need {label} before going on.", "I read {label} so I use only what it shows."]
+_DOC_SPAN = re.compile(r"``([^`\n]+)``")
 _READ = ["To answer, I need {text}.", "The question asks for {text}.",
          "What remains is the answer: {text}."]
 _FROM_FILE = "It starts from {values}, which an earlier call created."
@@ -97,9 +98,26 @@ def _program_words(command: str) -> dict[str, str]:
     return {"programs": names, "Programs": names[:1].upper() + names[1:]}
 
 
+def _documented(st: StepTrace, label: str, text: str) -> str | None:
+    """"<label> documents `<entry>`": the shortest code span of a discovery's output that
+    names every fixed segment of the route the step calls (``PUT /tickets/<id>/status``)."""
+    for route in routes(st.command):
+        fixed = [seg for seg in route if not seg.isdigit() and seg not in st.args.values()]
+        spans = [span for span in _DOC_SPAN.findall(text)
+                 if fixed and all(appears(seg, [span]) for seg in fixed)]
+        if spans:
+            return f"{label[:1].upper() + label[1:]} documents `{min(spans, key=len)}`."
+    return None
+
+
 def _cited(eco: Ecosystem, st: StepTrace, action_space: str,
            shown: Callable[[Observation], str]) -> str | None:
-    """One sentence quoting names this step uses that its discoveries showed."""
+    """One sentence quoting what this step's discoveries showed that it uses: the API
+    entry of the route it calls, else up to three of its names."""
+    for d in st.discoveries:
+        documented = _documented(st, eco.spec.discovery_tool(d.name).label, shown(d.observation))
+        if documented:
+            return documented
     used = list(st.args.values())
     if action_space != "function":
         used = command_names(st.command) + used

@@ -64,7 +64,7 @@ def _words(command: str) -> list[str]:
         elif target:
             out.append(token)
             target = False
-        elif set(token) <= set("&|;()<>!{}"):
+        elif set(token) <= set("&|;()<>") or token in ("!", "{", "}"):
             expect = True
         elif expect and _ASSIGNMENT.match(token):
             continue
@@ -92,6 +92,19 @@ def _url(word: str) -> list[str]:
         for pair in (m.group(2) or "").split("&"):
             names += _query(pair)
     return names
+
+
+def routes(command: str) -> list[list[str]]:
+    """Per URL ``command`` calls with curl: its method, route segments and query keys
+    (``[["PUT", "tickets", "12", "status"]]``)."""
+    words = _words(command)
+    method = next((w for prev, w in zip(words, words[1:], strict=False) if prev == "-X"),
+                  "POST" if "-d" in words and "-G" not in words else "GET")
+    keys = [m.group(1) for prev, w in zip(words, words[1:], strict=False)
+            if prev in _DATA_OPTIONS and (m := _QUERY.match(w))]
+    return [[method, *[seg for seg in (m.group(1) or "").split("/") if seg], *keys,
+             *[pair.split("=")[0] for pair in (m.group(2) or "").split("&") if "=" in pair]]
+            for word in words for m in _URL.finditer(word)]
 
 
 def _query(word: str) -> list[str]:

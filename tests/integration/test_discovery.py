@@ -73,3 +73,6 @@ def test_both_views_pass_the_stricter_rule(accepted):
         assert first_ungrounded(terminal.messages, json.loads(terminal.tools), values) is None
         names = [c.function.name for m in function.messages for c in m.tool_calls or []]
         assert sum(n in {d.name for d in accepted[0].spec.discovery} for n in names) >= 1
+        if accepted[0].name == "service":  # the step's reasoning cites the API entry it uses
+            assert any("SERVICE.md documents `" in (m.reasoning_content or "")
+                       for m in terminal.messages), terminal.messages

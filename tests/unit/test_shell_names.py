@@ -2,7 +2,7 @@
 
 import pytest
 
-from tasks.shell_names import command_names
+from tasks.shell_names import command_names, routes
 
 CASES = [
     ("curl -sSf -G --data-urlencode team=growth --data-urlencode status=open,in_progress "
@@ -35,3 +35,11 @@ CASES = [
 @pytest.mark.parametrize(("command", "names"), CASES)
 def test_names_of_a_command(command, names):
     assert command_names(command) == names
+
+
+def test_routes_name_the_method_segments_and_query_keys():
+    assert routes(CASES[1][0]) == [["PUT", "tickets", "7", "assignee"]]
+    assert routes(CASES[0][0]) == [["GET", "tickets", "team", "status"]]
+    assert routes(CASES[2][0]) == [["GET", "stats", "by", "status"]]
+    assert routes("curl -d '{}' http://h:1/users") == [["POST", "users"]]
+    assert routes("cat SERVICE.md") == []
