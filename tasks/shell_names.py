@@ -15,8 +15,11 @@ service, as opposed to shell syntax, a program, an option or a language keyword:
   ``VIEW`` or ``ON`` (unless it is a function call), the columns of ``USING (...)``, both
   parts of ``table.column``, and the operands of a dot command (``.schema orders``).
 
-Words of the program's own vocabulary (subcommands, option values, awk and Python code,
-format strings) are not names.  Standard library only: ``stats`` re-checks shards with it.
+A file the command itself writes by redirection (``> out/x.txt``, ``> ledger.tmp``) is the
+command's own choice, not something it had to be shown, so it is no name here (a tool's
+output argument is still checked as an argument).  Words of the program's own vocabulary
+(subcommands, option values, awk and Python code, format strings) are not names.
+Standard library only: ``stats`` re-checks shards with it.
 """
 
 from __future__ import annotations
@@ -45,10 +48,10 @@ _RANGE = re.compile(r"^[\w/-]+\.{2,3}[\w/-]+$")
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
 
 
-def _words(command: str) -> list[str]:
+def _words(command: str, targets: list[str] | None = None) -> list[str]:
     """The shell words of ``command`` with operators, program names and assignments in
-    command position dropped (a redirection's target is kept); [] when it does not
-    parse."""
+    command position dropped; [] when it does not parse.  Redirection targets are kept,
+    and also added to ``targets`` when it is given."""
     lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     try:
@@ -63,6 +66,8 @@ def _words(command: str) -> list[str]:
             target = True
         elif target:
             out.append(token)
+            if targets is not None:
+                targets.append(token)
             target = False
         elif set(token) <= set("&|;()<>") or token in ("!", "{", "}"):
             expect = True
@@ -129,8 +134,9 @@ def _code(word: str) -> list[str]:
 def command_names(command: str) -> list[str]:
     """The names ``command`` uses (see the module doc), in order, without repeats."""
     names: list[str] = []
+    created: list[str] = []
     previous = ""
-    for word in _words(command):
+    for word in _words(command, created):
         after, previous = previous, word
         if word.startswith("-") or _NUMBER.match(word) or "%" in word:
             continue
@@ -147,4 +153,4 @@ def command_names(command: str) -> list[str]:
         for name in found:
             if name not in names:
                 names.append(name)
-    return names
+    return [n for n in names if n not in created]
