@@ -10,6 +10,7 @@ passed where a ``file.text`` is expected.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -47,6 +48,16 @@ def _unique(items: list[N], what: str) -> list[N]:
     if dupes:
         raise ValueError(f"duplicate {what} names: {dupes}")
     return items
+
+
+def function_schema(name: str, description: str,
+                    params: Sequence[Param] | Sequence[DiscoveryParam]) -> dict[str, Any]:
+    """An OpenAI / Hugging Face function definition; every parameter is required."""
+    props = {p.name: {"type": p.json_type, "description": p.description} for p in params}
+    return {"type": "function", "function": {
+        "name": name, "description": description,
+        "parameters": {"type": "object", "properties": props,
+                       "required": [p.name for p in params]}}}
 
 
 class _Strict(BaseModel):
@@ -163,19 +174,7 @@ class ToolSpec(_Strict):
 
     def json_schema(self) -> dict[str, Any]:
         """The tool as an OpenAI / Hugging Face function definition."""
-        props = {p.name: {"type": p.json_type, "description": p.description} for p in self.params}
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": {
-                    "type": "object",
-                    "properties": props,
-                    "required": [p.name for p in self.params],
-                },
-            },
-        }
+        return function_schema(self.name, self.description, self.params)
 
 
 class CodeRef(_Strict):
@@ -230,6 +229,49 @@ ProbeRef = Annotated[str, Field(
 """One part of a probe script (see ``EcosystemSpec.probe``)."""
 
 
+class DiscoveryParam(_Strict):
+    """One input of a discovery tool, taken from the step that triggers it: the
+    triggering value itself (``from: value``) or the step's argument whose parameter has
+    a semantic type satisfying ``from`` (e.g. ``sql.db``)."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    description: str
+    from_: str = Field(alias="from", pattern=r"^(value|[a-z][a-z0-9_]*(\.[a-z0-9_]+)*)$")
+    json_type: Literal["string", "integer", "number"] = "string"
+
+
+class Discovery(_Strict):
+    """A read-only inspection an agent makes before it first needs what it reveals (the
+    API document before the first call, a table's schema before the first query on it).
+
+    ``before`` is ``first`` (once, before the first step) or a semantic type: the
+    discovery runs before the first step with an argument of a parameter of that type,
+    once per distinct rendered command.  ``command`` (jinja2, shell-quoted like a tool's)
+    really runs in the sandbox in the state that step sees; it must not change anything.
+    In the ``function`` view the discovery is a tool of its own (``name``,
+    ``description``, ``params``); in the ``terminal`` view it is its command.
+    """
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    description: str
+    before: str = Field(pattern=r"^(first|[a-z][a-z0-9_]*(\.[a-z0-9_]+)*)$")
+    params: list[DiscoveryParam] = Field(default_factory=list)
+    command: str = Field(min_length=1)
+    label: str = Field(min_length=1)
+    """A noun phrase for what it shows, used in reasoning (``the API document``)."""
+
+    @model_validator(mode="after")
+    def _sources(self) -> Discovery:
+        _unique(self.params, "parameter")
+        if self.before == "first" and any(p.from_ == "value" for p in self.params):
+            raise ValueError("a discovery run 'first' has no triggering value")
+        return self
+
+    def json_schema(self) -> dict[str, Any]:
+        """The discovery as a function definition."""
+        return function_schema(self.name, self.description, self.params)
+
+
 class EcosystemSpec(_Strict):
     name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
     description: str
@@ -257,11 +299,28 @@ class EcosystemSpec(_Strict):
     answer_file: str = "answer.txt"
     state_types: list[StateType] = Field(default_factory=list)
     tools: list[ToolSpec] = Field(min_length=1)
+    discovery: list[Discovery] = Field(default_factory=list)
+    """Inspections that trajectories show before the step that needs them (see
+    :class:`Discovery`); their names are unique and differ from the tools'."""
+
+    @model_validator(mode="after")
+    def _discovery_names(self) -> EcosystemSpec:
+        _unique(self.discovery, "discovery")
+        clash = sorted({d.name for d in self.discovery} & {t.name for t in self.tools})
+        if clash:
+            raise ValueError(f"discovery names clash with tool names: {clash}")
+        return self
 
     @field_validator("tools")
     @classmethod
     def _unique_tools(cls, tools: list[ToolSpec]) -> list[ToolSpec]:
         return _unique(tools, "tool")
+
+    def discovery_tool(self, name: str) -> Discovery:
+        for d in self.discovery:
+            if d.name == name:
+                return d
+        raise KeyError(f"ecosystem {self.name!r} has no discovery {name!r}")
 
     def tool(self, name: str) -> ToolSpec:
         for t in self.tools:

@@ -18,6 +18,18 @@ class Observation(BaseModel):
     truncated: bool = False
 
 
+class DiscoveryTrace(BaseModel):
+    """One discovery run before a step: the ecosystem's discovery tool, its arguments,
+    the exact command and what it printed in the state that step started from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    args: dict[str, str]
+    command: str
+    observation: Observation
+
+
 class StepTrace(BaseModel):
     """One executed step: resolved arguments, the exact command, what came back."""
 
@@ -30,6 +42,8 @@ class StepTrace(BaseModel):
     observation: Observation
     output: Any = None
     output_type: str
+    discoveries: list[DiscoveryTrace] = []
+    """What the agent inspects before this step, first use only (run before the step)."""
 
 
 RepairKind = Literal["provide_file", "provide_dir", "add_package", "rebind", "substitute",

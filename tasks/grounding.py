@@ -13,10 +13,12 @@ grounded by ``142`` or ``42.5``, ``a.txt`` not by ``a.txt.bak``).
 
 The check covers the arguments of every assistant tool call — in the ``function`` view
 the JSON arguments; in the ``terminal`` view the values substituted into each command,
-given as ``call_values`` because a command line is not itself a value to look up — and
-the code spans an assistant quotes in its reasoning or final answer, which may only name
-what was visible (tool names included).  Only standard-library and schema imports: the
-stats command re-checks shards with it.
+given as ``call_values`` because a command line is not itself a value to look up, plus
+every name the command uses that is not shell syntax, a program or an option (routes,
+JSON fields, table and column names, paths: :func:`tasks.shell_names.command_names`) —
+and the code spans an assistant quotes in its reasoning or final answer, which may only
+name what was visible (tool names included).  Only standard-library and schema imports:
+the stats command re-checks shards with it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ from collections.abc import Sequence
 
 from schemas.records import Message
 from tasks.markdown import code_spans
+from tasks.shell_names import command_names
+
+SHELL_TOOL = "bash"
+"""The terminal view's one tool: its calls' commands are checked name by name."""
 
 _WORD = re.compile(r"\w")
 
@@ -96,15 +102,27 @@ def first_ungrounded(messages: Sequence[Message], tools: list[dict],
             if quoted is not None:
                 return f"message {turn}: the {what} quotes `{quoted}`, which nothing showed"
         for call in m.tool_calls or []:
-            name = call.function.name
-            values = (call_values[k] if call_values is not None
-                      else json.loads(call.function.arguments))
+            problem = _unseen_argument(seen, call.function.name, call.function.arguments,
+                                       call_values[k] if call_values is not None else None)
             k += 1
-            for arg, value in values.items():
-                if not seen.value(value, name):
-                    text = value_text(value)
-                    shown = text if len(text) <= 60 else text[:57] + "..."
-                    return (f"message {turn}: {name} argument {arg}={shown!r} appears in "
-                            "neither the instruction, the tool schema nor an earlier "
-                            "observation")
+            if problem is not None:
+                return f"message {turn}: {problem}"
+    return None
+
+
+def _unseen_argument(seen: Visible, name: str, arguments: str,
+                     values: dict[str, object] | None) -> str | None:
+    """The first value of one call that is not visible, described; ``values`` replaces
+    the call's JSON arguments, and a shell call's command adds the names it uses."""
+    pairs = list((values if values is not None else json.loads(arguments)).items())
+    if name == SHELL_TOOL:
+        command = str(json.loads(arguments).get("command", ""))
+        pairs += [("name", n) for n in command_names(command)]
+    for arg, value in pairs:
+        if not seen.value(value, name):
+            text = value_text(value)
+            shown = text if len(text) <= 60 else text[:57] + "..."
+            return (f"{name} {'uses the name ' if arg == 'name' else 'argument ' + arg + '='}"
+                    f"{shown!r} appears in neither the instruction, the tool schema nor an "
+                    "earlier observation")
     return None

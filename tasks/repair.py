@@ -67,11 +67,16 @@ class Run:
             replay(self.sandbox, self.eco, self.env.initial, self.steps)
             self.dirty = False
 
+    def discovered(self) -> set[str]:
+        """The discovery commands run before the kept steps (each runs once)."""
+        return {d.command for st in self.steps for d in st.discoveries}
+
     def attempt(self, step: Step) -> StepTrace | None:
         """Run ``step`` after the kept steps; its trace, or None when it fails too."""
         self.reset()
         try:
-            return run_step(self.sandbox, self.eco, self.candidate, step, self.outputs)
+            return run_step(self.sandbox, self.eco, self.candidate, step, self.outputs,
+                            self.discovered())
         except StageFailure:
             self.dirty = self.dirty or self.eco.spec.tool(step.tool).effect == "write"
             return None

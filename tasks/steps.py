@@ -22,6 +22,7 @@ from schemas.graph import Candidate, Step
 from schemas.records import StageName
 from schemas.trace import Observation, StepTrace
 from tasks.commands import render_command, render_shell
+from tasks.discovery import run_discoveries
 from tasks.failures import StageFailure, user_code_failure
 from tasks.normalize import normalize
 from tasks.realize import probe
@@ -138,11 +139,15 @@ def _resolve(step: Step, tool: ToolSpec, candidate: Candidate, sandbox: Sandbox,
 
 
 def run_step(sandbox: Sandbox, eco: Ecosystem, candidate: Candidate, step: Step,
-             outputs: dict[str, object]) -> StepTrace:
+             outputs: dict[str, object], done: set[str] | None = None) -> StepTrace:
     """Resolve, run, parse and check one step; raises StageFailure (with ``step_args`` and
-    ``call``, what an LLM repairer is shown) when it fails."""
+    ``call``, what an LLM repairer is shown) when it fails.
+
+    With ``done`` (the discovery commands run before earlier kept steps), the discoveries
+    the step triggers run first, once its arguments are known (:mod:`tasks.discovery`)."""
     tool = eco.spec.tool(step.tool)
     args = _resolve(step, tool, candidate, sandbox, eco, outputs)
+    found = [] if done is None else run_discoveries(sandbox, eco, tool, args, done)
     command = render_command(tool, args)
     result = sandbox.exec(["bash", "-c", command], timeout=tool.timeout_s)
     failure = classify(result)
@@ -163,7 +168,7 @@ def run_step(sandbox: Sandbox, eco: Ecosystem, candidate: Candidate, step: Step,
                                f"{tool.name}: {(check.stdout + check.stderr).strip()[-200:]}")
     return StepTrace(step_id=step.id, tool=tool.name, args=args, command=command,
                      observation=Observation(**result.model_dump()), output=output,
-                     output_type=tool.returns.type)
+                     output_type=tool.returns.type, discoveries=found)
 
 
 def same_observation(a: Observation | ExecResult, b: Observation | ExecResult) -> bool:

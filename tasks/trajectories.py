@@ -9,7 +9,10 @@ Action spaces, both from the same trace and the same observations:
   is written with ``printf '%s\\n' <answer> > answer.txt`` after the agent has read it
   (the verifier accepts it exactly as it accepts ``solve.sh``'s redirect).
 
-Observations are the same text in both, truncated the same way (tail kept, marked).
+Before a step, both views show the discoveries recorded with it (:mod:`tasks.discovery`):
+in ``function`` as calls of the ecosystem's discovery tools, in ``terminal`` as their
+commands.  Observations are the same text in both, truncated the same way (tail kept,
+marked).
 Supervision modes derive from one message list per view: ``masked`` trains assistant
 calls and the final answer and carries no reasoning (a per-message flag cannot exclude
 part of a message); ``full`` also carries and trains the reasoning; ``actobs`` also
@@ -26,7 +29,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from environments.ecosystems import Ecosystem
-from schemas.ecosystem import ToolSpec
+from schemas.ecosystem import Discovery, ToolSpec
 from schemas.graph import WorkflowGraph
 from schemas.records import (
     ActionSpace,
@@ -103,7 +106,7 @@ def observation_text(obs: Observation, cap: int | None = None) -> str:
     return text
 
 
-def typed_arguments(tool: ToolSpec, args: dict[str, str]) -> dict[str, object]:
+def typed_arguments(tool: ToolSpec | Discovery, args: dict[str, str]) -> dict[str, object]:
     """Arguments as JSON values of the parameters' ``json_type``; a number keeps its text
     (``str(value)`` gives back exactly what ran), else it stays a string."""
     out: dict[str, object] = {}
@@ -127,23 +130,20 @@ def _call(turn: int, name: str, args: dict, reasoning: str) -> Message:
                        name=name, arguments=json.dumps(args, sort_keys=True)))])
 
 
-def conversation(eco: Ecosystem, graph: WorkflowGraph, instruction: Instruction, trace: Trace,
-                 action_space: ActionSpace, seed: int, reasoner: Reasoner | None = None,
-                 ) -> tuple[list[Message], list[dict], list[dict[str, object]]]:
-    """The view's messages (with reasoning, no loss flags), its tools, and per tool call
-    the literal values it uses (for the grounding check)."""
-    answer_file = eco.spec.answer_file
-    texts = template_reasoning(eco, graph, trace, instruction.items, action_space, seed)
-    if action_space == "function":
-        tools = [t.json_schema() for t in eco.spec.tools]
-        if trace.answer is not None:
-            tools.append(write_answer_tool(answer_file))
-    else:
-        tools = [BASH]
-    messages = [Message(role="system", content=SYSTEM_PROMPTS[action_space]),
-                Message(role="user", content=instruction.text)]
+def _calls(eco: Ecosystem, trace: Trace, action_space: ActionSpace
+           ) -> list[tuple[str, dict, dict[str, object], str]]:
+    """Per tool call of the view: (tool, arguments, values for the grounding check,
+    observation).  Each step's discoveries come just before it."""
     calls: list[tuple[str, dict, dict[str, object], str]] = []
     for st in trace.steps:
+        for d in st.discoveries:
+            spec = eco.spec.discovery_tool(d.name)
+            if action_space == "function":
+                args = typed_arguments(spec, d.args)
+                calls.append((d.name, args, args, observation_text(d.observation)))
+            else:
+                calls.append(("bash", {"command": d.command}, dict(d.args),
+                              observation_text(d.observation)))
         if action_space == "function":
             args = typed_arguments(eco.spec.tool(st.tool), st.args)
             calls.append((st.tool, args, args, observation_text(st.observation)))
@@ -151,12 +151,39 @@ def conversation(eco: Ecosystem, graph: WorkflowGraph, instruction: Instruction,
             calls.append(("bash", {"command": st.command}, dict(st.args),
                           observation_text(st.observation)))
     if trace.answer is not None:
+        answer_file = eco.spec.answer_file
         if action_space == "function":
             calls.append(("write_answer", {"value": trace.answer}, {"value": trace.answer},
                           NO_OUTPUT))
         else:
             command = f"printf '%s\\n' {shlex.quote(trace.answer)} > {shlex.quote(answer_file)}"
             calls.append(("bash", {"command": command}, {"value": trace.answer}, NO_OUTPUT))
+    return calls
+
+
+def view_tools(eco: Ecosystem, trace: Trace, action_space: ActionSpace) -> list[dict]:
+    """The view's tools: the ecosystem's tools and discovery tools (plus ``write_answer``
+    for an answer) as functions, or the one ``bash`` tool."""
+    if action_space != "function":
+        return [BASH]
+    tools = [t.json_schema() for t in eco.spec.tools]
+    tools += [d.json_schema() for d in eco.spec.discovery]
+    if trace.answer is not None:
+        tools.append(write_answer_tool(eco.spec.answer_file))
+    return tools
+
+
+def conversation(eco: Ecosystem, graph: WorkflowGraph, instruction: Instruction, trace: Trace,
+                 action_space: ActionSpace, seed: int, reasoner: Reasoner | None = None,
+                 ) -> tuple[list[Message], list[dict], list[dict[str, object]]]:
+    """The view's messages (with reasoning, no loss flags), its tools, and per tool call
+    the literal values it uses (for the grounding check)."""
+    texts = template_reasoning(eco, graph, trace, instruction.items, action_space, seed,
+                               observation_text)
+    tools = view_tools(eco, trace, action_space)
+    messages = [Message(role="system", content=SYSTEM_PROMPTS[action_space]),
+                Message(role="user", content=instruction.text)]
+    calls = _calls(eco, trace, action_space)
     for turn, (name, args, _, observed) in enumerate(calls, start=1):
         text = texts[turn - 1]
         if reasoner is not None:

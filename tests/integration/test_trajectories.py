@@ -12,7 +12,7 @@ from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run, provider_for
 from schemas.trace import Trace
 from tasks import trajectories as trajectories_module
-from tasks.commands import render_command
+from tasks.commands import render_command, render_shell
 from tasks.grounding import first_ungrounded
 from tasks.plan import plan_candidates
 from tasks.realize import realize
@@ -78,12 +78,23 @@ def test_both_views_show_the_same_observations_and_the_exact_commands(accepted):
         assert [t["function"]["name"] for t in json.loads(terminal.tools)] == ["bash"]
         commands = [json.loads(c.function.arguments)["command"]
                     for m in terminal.messages for c in m.tool_calls or []]
-        assert commands[:len(trace.steps)] == [st.command for st in trace.steps]
+        ran = [command for st in trace.steps
+               for command in [*(d.command for d in st.discoveries), st.command]]
+        assert commands[:len(ran)] == ran
         calls = [c.function for m in function.messages for c in m.tool_calls or []]
-        for st, fn in zip(trace.steps, calls, strict=False):
+        for command, fn in zip(ran, calls, strict=False):
             args = {k: str(v) for k, v in json.loads(fn.arguments).items()}
-            assert render_command(eco.spec.tool(fn.name), args) == st.command
+            assert _rendered(eco, fn.name, args) == command
         assert first_ungrounded(function.messages, json.loads(function.tools)) is None
+        values = [json.loads(fn.arguments) for fn in calls]
+        assert first_ungrounded(terminal.messages, json.loads(terminal.tools), values) is None
+
+
+def _rendered(eco, name, args):
+    """The command a function-view call stands for (a tool's or a discovery's)."""
+    if name in {d.name for d in eco.spec.discovery}:
+        return render_shell(eco.spec.discovery_tool(name).command, args)
+    return render_command(eco.spec.tool(name), args)
 
 
 @pytest.mark.docker
@@ -137,7 +148,7 @@ def test_replaying_either_view_in_a_fresh_sandbox_solves_the_task(accepted):
                     if c.function.name == "write_answer":
                         sb.write_files({eco.spec.answer_file: (args["value"] + "\n").encode()})
                     else:
-                        _replay(sb, [render_command(eco.spec.tool(c.function.name), args)])
+                        _replay(sb, [_rendered(eco, c.function.name, args)])
             assert run_verifier(sb, o.task.verifier_py).reward == 1, o.task.instruction
 
 

@@ -71,3 +71,38 @@ def test_reasoning_and_answer_may_only_quote_what_was_seen():
                             observed(1, "[output truncated to the last 3 characters]\n..."),
                             Message(role="assistant", content="There are `12` lines."))
     assert "answer quotes `12`" in first_ungrounded(messages, TOOLS, [{"path": "notes.txt"}])
+
+
+ROUTE_CALL = ("curl -sSf -X PUT -d '{\"status\": \"closed\"}' "
+              "http://127.0.0.1:8080/tickets/12/status")
+
+
+def test_a_terminal_call_to_a_route_never_shown_is_rejected():
+    messages = conversation("Close ticket `12`.", call(1, "bash", {"command": ROUTE_CALL}))
+    problem = first_ungrounded(messages, TOOLS, [{"ticket": "12"}])
+    assert problem == ("message 2: bash uses the name 'status' appears in neither the "
+                       "instruction, the tool schema nor an earlier observation")
+    # once the API document showed the field and the route, the same call is grounded
+    doc = "- ``PUT /tickets/<id>/status`` ``{\"status\"}`` -> ticket; statuses: ``closed``"
+    messages = conversation("Close ticket `12`.", call(1, "bash", {"command": "cat API.md"}),
+                            observed(1, doc), call(2, "bash", {"command": ROUTE_CALL}))
+    assert "'API.md'" in first_ungrounded(messages, TOOLS, [{}, {"ticket": "12"}])
+    messages = conversation("Close ticket `12`; `API.md` documents the API.",
+                            call(1, "bash", {"command": "cat API.md"}),
+                            observed(1, doc), call(2, "bash", {"command": ROUTE_CALL}))
+    assert first_ungrounded(messages, TOOLS, [{}, {"ticket": "12"}]) is None
+
+
+def test_a_route_shown_only_after_its_use_is_rejected():
+    doc = "- ``PUT /tickets/<id>/assignee``"
+    messages = conversation(
+        "Unassign ticket `12`; `API.md` documents the API.",
+        call(1, "bash", {"command": "curl -X PUT http://127.0.0.1:8080/tickets/12/assignee"}),
+        observed(1, "{}"), call(2, "bash", {"command": "cat API.md"}), observed(2, doc))
+    assert "uses the name 'tickets'" in first_ungrounded(messages, TOOLS, [{}, {}])
+
+
+def test_the_function_view_keeps_its_rule_for_arguments():
+    messages = conversation("Close ticket `12`.",
+                            call(1, "set_status", {"ticket": 12, "status": "closed"}))
+    assert first_ungrounded(messages, TOOLS) is None  # `closed` is in the tool's schema
