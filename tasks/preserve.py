@@ -6,8 +6,9 @@ The required set is derived mechanically:
 
 - every argument of every executed step that is not bound to an upstream step's output
   (sampled values, state paths, fresh output names, planner literals) — except, in the
-  goal style, the fresh output name of an intermediate step (:mod:`tasks.deliverables`):
-  the solver names its own intermediate results, and the verifier does not read them;
+  goal style, the name or id of a new entry an intermediate step creates (a ``fresh``
+  output name, a ``creates`` tool's new id; :mod:`tasks.deliverables`): the solver names
+  its own intermediate results, and the verifier does not read them;
 - the key of every state check the verifier makes on a declared output — every changed
   entry of a ``strict`` probe section, plus entries a write step names in the others
   (side effects in non-strict sections, such as git's new commit ids, are not names a
@@ -36,7 +37,7 @@ from schemas.graph import WorkflowGraph
 from schemas.records import InstructionStyle
 from schemas.trace import Trace
 from schemas.verifier import Check
-from tasks.deliverables import flow
+from tasks.deliverables import flow, names_new_entry
 from tasks.failures import StageFailure
 from tasks.markdown import code_spans
 
@@ -97,7 +98,7 @@ def required_literals(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace,
         own = []
         for name, value in st.args.items():
             binding = binds.get(st.step_id, {}).get(name)
-            if i in hidden and tool.param(name).fresh is not None:
+            if i in hidden and names_new_entry(tool, name):
                 continue
             if (binding is None or binding.kind != "step") and str(value):
                 add(value)

@@ -317,3 +317,32 @@ def test_a_leaked_answer_is_rejected_with_its_own_reason():
     graph, trace, _ = branch_task()
     instruction = render_instruction(FILES, graph, trace, seed=2)
     check_not_leaked(trace.answer, instruction.text, instruction.items)  # 7 is not shown
+
+
+def test_the_id_of_an_intermediate_new_entry_is_the_solvers_choice():
+    """A subtask created only to be read back: its id is not required in the goal style."""
+    service = load_ecosystem("service")
+    read = next(t for t in service.spec.tools if t.effect == "read"
+                and [p.name for p in t.params] == ["ticket"])
+    graph = WorkflowGraph(ecosystem="service", shape="chain", steps=[
+        Step(id="s1", tool="create_subtask", bind={
+            "ticket": _state("3"), "subtask": Binding(kind="sample", facet="next_ticket_id"),
+            "title": Binding(kind="sample", facet="new_title"),
+            "team": Binding(kind="sample", facet="ticket_team")}),
+        Step(id="s2", tool=read.name, bind={"ticket": _from("s1")}),
+    ])
+    trace = Trace(steps=[
+        _step("s1", "create_subtask", {"ticket": "3", "subtask": "28", "title": "Fix login",
+                                       "team": "growth"}),
+        _step("s2", read.name, {"ticket": "28"}, stdout="x\n")], answer="x")
+    checks = [Check(kind="state", section="tickets", key="28", expected={}),
+              Check(kind="answer", key="answer.txt", expected="x")]
+    kept = goal_checks(service.spec, graph, trace, checks)
+    assert [c.key for c in kept] == ["answer.txt"]
+    required = required_literals(service.spec, graph, trace, kept, "goal")
+    assert "28" not in required.spans and "Fix login" in required.spans
+    goal = render_instruction(service, graph, trace, seed=0)
+    check_preserved(goal.text, required)
+    check_items_preserved(goal.items, required, service.spec.context)
+    assert "`28`" not in goal.text
+    assert "28" in required_literals(service.spec, graph, trace, checks, "spec").spans
