@@ -10,7 +10,11 @@ step's own composed phrase, recursively — "the first `5` lines of the distinct
 the most comments" rather than the id a lookup returned.  An argument bound to a listed
 step stays its value (the instruction names that entry).  A composed in-place change is
 named as the entry it changes followed by ``(after: <change>; then <change>)``, unless
-its intent already names the entry.
+its intent already names the entry.  Two rules keep nested phrases readable: a noun that
+only announces a value (``ticket`` in "subtask of ticket {{ ticket }}", when the
+consumed step's label starts with it) is dropped before a composed value, and a new
+entry is named by its intent up to the first ``": "`` when only fixed wording (its
+defaults) follows.
 """
 
 from __future__ import annotations
@@ -45,6 +49,18 @@ def render_phrase(source: str, args: dict[str, str]) -> str:
     return _template(source).render(**args)
 
 
+_LEAD = re.compile(r"^(\w+) \{\{")
+_CLAUSE = ": "
+
+
+def _without_nouns(source: str, nouns: dict[str, str]) -> str:
+    """``source`` without the noun before each composed ``{{ param }}`` (param -> noun)."""
+    for param, noun in nouns.items():
+        source = re.sub(rf"\b{re.escape(noun)} (\{{\{{\s*{re.escape(param)}\s*\}}\}})",
+                        r"\1", source)
+    return source
+
+
 def _names(tool: ToolSpec, param: str) -> bool:
     return re.search(r"\{\{\s*" + re.escape(param) + r"\s*\}\}", tool.intent) is not None
 
@@ -72,9 +88,17 @@ class Composer:
             args[name] = Composed(self.ref(u))
         return args
 
+    def _render(self, i: int, source: str) -> str:
+        nouns = {}
+        for name, u in self._folded(i).items():
+            label = self._tool(u).returns.label or ""
+            if (lead := _LEAD.match(label)) is not None:
+                nouns[name] = lead.group(1)
+        return render_phrase(_without_nouns(source, nouns), self.args(i))
+
     def phrase(self, i: int) -> str:
         """Step ``i``'s intent, composed."""
-        return render_phrase(self._tool(i).intent, self.args(i))
+        return self._render(i, self._tool(i).intent)
 
     def label(self, i: int) -> str:
         """What step ``i`` writes, as instructions name it: its ``label`` (default: its
@@ -85,11 +109,15 @@ class Composer:
         if up is not None:
             return self.ref(up)
         source = tool.returns.label or "{{ " + str(tool.returns.from_param) + " }}"
-        return render_phrase(source, self.args(i))
+        return self._render(i, source)
 
     def ref(self, i: int) -> str:
         """Step ``i``'s result, named by what it is."""
         tool = self._tool(i)
+        head, colon, tail = tool.intent.partition(_CLAUSE)
+        if tool.effect == "write" and not changes_in_place(tool) and colon \
+                and "{{" not in tail:
+            return self._render(i, head)
         if not changes_in_place(tool) or _names(tool, str(tool.returns.from_param)):
             return self.phrase(i)
         entry, changes = self._changes(i)

@@ -4,16 +4,21 @@ the solver (pure; nothing runs).
 A write step's *key* is the probe entry it writes (its ``returns.from_param`` argument).
 A step is *consumed* when a later executed step binds an input to its output (a ``step``
 :class:`schemas.graph.Binding`).  The *deliverable keys* are the keys of the write steps
-no later step consumes.  A write step is *listed* when its key is a deliverable key — so
-every change of a deliverable entry is listed, in order, even one that a later change of
-the same entry consumes (a ticket changed twice, a branch created and then committed to).
-The other write steps are *intermediate*: how, and under which name, a solver produces
-them is its own business.  Their keys (minus the deliverable keys) are neither named in
-a goal-level instruction nor checked by its verifier (:func:`goal_checks`).
+no later step consumes, plus every key a checked value of a deliverable names as a whole
+token (a subtask's ``parent`` id, the table a view selects from: a solver could not give
+that entry a name of its own and still pass), until no more are named.  A write step is
+*listed* when its key is a deliverable key — so every change of a deliverable entry is
+listed, in order, even one that a later change of the same entry consumes (a ticket
+changed twice, a branch created and then committed to).  The other write steps are
+*intermediate*: how, and under which name, a solver produces them is its own business.
+Their keys (minus the deliverable keys) are neither named in a goal-level instruction
+nor checked by its verifier (:func:`goal_checks`).
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from schemas.ecosystem import EcosystemSpec, ToolSpec
@@ -21,6 +26,7 @@ from schemas.graph import WorkflowGraph
 from schemas.trace import Trace
 from schemas.verifier import Check
 from tasks.failures import StageFailure
+from tasks.grounding import appears
 
 
 def key_of(tool: ToolSpec, args: dict[str, str]) -> str | None:
@@ -60,8 +66,18 @@ class Flow:
     """Keys only intermediate steps write."""
 
 
-def flow(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace) -> Flow:
-    """The :class:`Flow` of ``trace``, executed from ``graph`` (see the module docstring)."""
+def _named(checks: Sequence[Check], deliverable: set[str], produced: set[str]) -> set[str]:
+    """The intermediate keys the checked values of deliverables (and of entries no step
+    writes, and the answer) name."""
+    texts = [c.expected if isinstance(c.expected, str) else json.dumps(c.expected)
+             for c in checks if c.key in deliverable or c.key not in produced]
+    return {k for k in produced - deliverable if appears(k, texts)}
+
+
+def flow(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace,
+         checks: Sequence[Check] = ()) -> Flow:
+    """The :class:`Flow` of ``trace``, executed from ``graph``, whose probe delta gave
+    ``checks`` (see the module docstring)."""
     binds = {s.id: s.bind for s in graph.steps}
     index = {st.step_id: i for i, st in enumerate(trace.steps)}
     ups = tuple({name: index[b.step] for name, b in binds.get(st.step_id, {}).items()
@@ -70,10 +86,13 @@ def flow(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace) -> Flow:
     keys = {i: key_of(spec.tool(st.tool), st.args) for i, st in enumerate(trace.steps)}
     writes = {i: k for i, k in keys.items() if k is not None}
     deliverable = {k for i, k in writes.items() if i not in consumed}
+    produced = set(writes.values())
+    while named := _named(checks, deliverable, produced):
+        deliverable |= named
     listed = frozenset(i for i, k in writes.items() if k in deliverable)
     return Flow(ups=ups, consumed=consumed, listed=listed,
                 intermediate=frozenset(writes) - listed,
-                intermediate_keys=frozenset(set(writes.values()) - deliverable))
+                intermediate_keys=frozenset(produced - deliverable))
 
 
 def goal_checks(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace,
@@ -81,7 +100,7 @@ def goal_checks(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace,
     """``checks`` without the state checks of intermediate keys: a solver that never makes
     an intermediate result, or makes it under another name, is neither required nor
     penalised for it.  Raises ``verify/no_outcome`` when nothing is left to check."""
-    dropped = flow(spec, graph, trace).intermediate_keys
+    dropped = flow(spec, graph, trace, checks).intermediate_keys
     kept = [c for c in checks if c.kind != "state" or c.key not in dropped]
     if not kept:
         raise StageFailure("verify", "no_outcome",

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +37,7 @@ from environments.ecosystems import Ecosystem
 from schemas.graph import WorkflowGraph
 from schemas.records import InstructionStyle
 from schemas.trace import Trace
+from schemas.verifier import Check
 from tasks.compose import Composer, render_phrase
 from tasks.deliverables import changes_in_place, flow
 
@@ -119,10 +121,11 @@ def answer_format(parser: str, rng: random.Random) -> str:
 
 
 def instruction_items(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, rng: random.Random,
-                      style: InstructionStyle = "spec") -> list[Item]:
+                      style: InstructionStyle = "spec",
+                      checks: Sequence[Check] = ()) -> list[Item]:
     """The write steps' outputs (goal: the listed ones, composed; else every one), then
     the answer of a final read step."""
-    steps = flow(eco.spec, graph, trace)
+    steps = flow(eco.spec, graph, trace, checks)
     goal = style == "goal"
     composer = Composer(eco.spec, trace, steps, compose=goal)
     items = []
@@ -165,14 +168,17 @@ def _ordered(style: InstructionStyle, eco: Ecosystem, trace: Trace, items: list[
 
 
 def render_instruction(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed: int,
-                       style: InstructionStyle = DEFAULT_STYLE) -> Instruction:
-    """The instruction for a validated trace; the same seed gives the same text."""
+                       style: InstructionStyle = DEFAULT_STYLE,
+                       checks: Sequence[Check] = ()) -> Instruction:
+    """The instruction for a validated trace whose verifier makes ``checks`` (they decide
+    which intermediate entries a goal-level one must still name); the same seed gives the
+    same text."""
     if style not in STYLES:
         raise ValueError(f"unknown instruction style {style!r}; use one of {STYLES}")
     rng = random.Random(f"instruction:{_RNG_NAMES[style]}:{eco.name}:{seed}:"
                         f"{graph.fingerprint()}")
     phrases = PHRASES[style]
-    items = instruction_items(eco, graph, trace, rng, style)
+    items = instruction_items(eco, graph, trace, rng, style, checks)
     opener_id, opener = _pick(rng, _opener_pool(style, structure(graph, trace), items))
     opener = opener.format(n=_NUMBERS[len(items)] if len(items) < len(_NUMBERS)
                            else len(items))

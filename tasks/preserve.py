@@ -83,7 +83,7 @@ def required_literals(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace,
     """Everything the instruction for ``trace`` in ``style`` must name (see the module
     docstring)."""
     binds = {s.id: s.bind for s in graph.steps}
-    hidden = flow(spec, graph, trace).intermediate if style == "goal" else frozenset()
+    hidden = flow(spec, graph, trace, checks).intermediate if style == "goal" else frozenset()
     spans: list[str] = []
 
     def add(value: object) -> None:

@@ -346,3 +346,33 @@ def test_the_id_of_an_intermediate_new_entry_is_the_solvers_choice():
     check_items_preserved(goal.items, required, service.spec.context)
     assert "`28`" not in goal.text
     assert "28" in required_literals(service.spec, graph, trace, checks, "spec").spans
+
+
+def test_an_intermediate_entry_a_deliverable_names_is_delivered_too():
+    """A parent ticket created for a subtask: the subtask's record holds its id, so a
+    solver cannot name it freely; it is listed, named and checked like a deliverable."""
+    service = load_ecosystem("service")
+    graph = WorkflowGraph(ecosystem="service", shape="chain", steps=[
+        Step(id="s1", tool="create_ticket", bind={
+            p.name: Binding(kind="sample", facet="x")
+            for p in service.spec.tool("create_ticket").params}),
+        Step(id="s2", tool="create_subtask", bind={
+            "ticket": _from("s1"), "subtask": Binding(kind="sample", facet="next_ticket_id"),
+            "title": Binding(kind="sample", facet="new_title"),
+            "team": Binding(kind="sample", facet="ticket_team")}),
+    ])
+    created = {p.name: "x" for p in service.spec.tool("create_ticket").params}
+    trace = Trace(steps=[
+        _step("s1", "create_ticket", {**created, "ticket": "28", "title": "Parent"}),
+        _step("s2", "create_subtask", {"ticket": "28", "subtask": "29", "title": "Child",
+                                       "team": "growth"})])
+    checks = [Check(kind="state", section="tickets", key="28", expected={"id": 28}),
+              Check(kind="state", section="tickets", key="29",
+                    expected={"id": 29, "parent": 28})]
+    assert [c.key for c in goal_checks(service.spec, graph, trace, checks)] == ["28", "29"]
+    goal = render_instruction(service, graph, trace, seed=0, checks=checks)
+    assert [i.target for i in goal.items] == ["ticket `28`", "ticket `29`"]
+    assert "of ticket `28`" in goal.items[1].text
+    without = render_instruction(service, graph, trace, seed=0)  # nothing names it
+    assert [i.target for i in without.items] == ["ticket `29`"]
+    assert "a new subtask of a new ticket titled `Parent`" in without.items[0].text
