@@ -294,8 +294,9 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-repairs", type=int, choices=range(0, 11), metavar="0..10",
                    help="targeted repairs per candidate (default 2)")
     p.add_argument("--no-repair", action="store_true", help="turn repair off (= --max-repairs 0)")
-    p.add_argument("--instruction-style", choices=["goal", "step"],
-                   help="goal: the end state to reach (default); step: ordered steps")
+    p.add_argument("--instruction-style", choices=["goal", "spec", "step"],
+                   help="goal: the deliverables only (default); spec: every checked output "
+                        "with every literal; step: the spec items as ordered steps")
     p.add_argument("--require-observation", action="store_true",
                    help="keep only tasks the open-loop control scores 0 on: those a solver "
                         "cannot solve from the instruction's values alone")

@@ -29,6 +29,7 @@ class InstructionStyle(StrEnum):
     """How an instruction states what to do."""
 
     goal = "goal"
+    spec = "spec"
     step = "step"
 
 
@@ -54,8 +55,10 @@ class RunSettings(BaseModel):
         "Targeted repairs per candidate; 0 turns repair off."))
     instruction_style: InstructionStyle = Field(
         InstructionStyle.goal, title="Instruction Style", description=(
-            "goal: the end state to reach and the inputs the solver cannot discover; step: "
-            "the same items as ordered steps."))
+            "goal: the deliverables only (the outputs no later step consumes, the answer "
+            "and the inputs the solver cannot discover); spec: every checked output, "
+            "intermediates included, with every literal; step: the spec items as ordered "
+            "steps."))
     require_observation: bool = Field(False, title="Require Observation", description=(
         "Keep only tasks that need observation: the reference solution with every value the "
         "instruction does not write replaced by a wrong one scores 0 (the open-loop control)."))

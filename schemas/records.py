@@ -20,7 +20,9 @@ SCHEMA_VERSION = 2
 
 Supervision = Literal["masked", "full", "actobs"]
 ActionSpace = Literal["function", "terminal"]
-InstructionStyle = Literal["goal", "step"]
+InstructionStyle = Literal["goal", "spec", "step"]
+"""``goal``: the deliverables only (the default); ``spec``: every checked output, with every
+literal; ``step``: the spec items as ordered steps (see ``tasks/instruct.py``)."""
 StageName = Literal["sandbox", "realize", "execute", "verify", "draft", "validate", "instruct",
                     "trajectories", "accepted", "dedup"]
 """Where a candidate stopped (``attempts.stage``, ``StageFailure.stage``).  The pipeline's

@@ -33,6 +33,7 @@ Reason = Literal[
     "sampler_error",     # a sampler raised (other than "no value fits")
     "sampler_timeout",   # ... or did not return in time
     "not_preserved",     # the instruction lacks a literal the solver needs or the verifier reads
+    "leaked_answer",     # the instruction shows the task's own answer
     "ungrounded",        # a trajectory uses a value the agent could not have seen
 ]
 

@@ -1,13 +1,23 @@
-"""Instructions: text derived from the executed trace, in goal or step style.
+"""Instructions: text derived from the executed trace, in goal, spec or step style.
 
 Each tool's ``intent`` (a jinja2 noun phrase) describes what a step produced; every value
 it interpolates renders as a Markdown code span, so every literal of an instruction is a
-code span.  A **goal**-style instruction lists every output the verifier checks, with the
-literals it needs, and never the commands; a **step**-style one lists the same items as
-ordered steps.  The wording varies with the candidate seed: the opener (drawn from pools
-that fit the executed graph's structure), the item layout, the answer format phrasing,
-the closer and the context label come from ``templates/instruction_phrases.yaml``, and
-the ids of the variants drawn form the instruction's ``template_id``.
+code span (:mod:`tasks.compose`).
+
+- **goal** (the default) states the deliverables only: the listed write steps (those
+  whose entry no later step consumes, see :mod:`tasks.deliverables`) and the answer with
+  its format.  Each is described by composing intents: an input bound to an intermediate
+  result or an observed value is named by what it is, not by its name or value, so the
+  solver has to work out how to get there.  What it cannot discover stays literal.
+- **spec** lists every output the verifier checks, intermediates included, with every
+  literal it needs, and never the commands (byte for byte the goal style before goal
+  instructions became goal-level);
+- **step** lists the same items as spec as ordered steps.
+
+The wording varies with the candidate seed: the opener (drawn from pools that fit the
+items, and for spec the executed graph's structure), the item layout, the answer format
+phrasing, the closer and the context label come from ``templates/instruction_phrases.yaml``,
+and the ids of the variants drawn form the instruction's ``template_id``.
 
 Templates are compiled once per process; rendering is pure Python.
 """
@@ -16,40 +26,36 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import jinja2
 import yaml
 
 from environments.ecosystems import Ecosystem
-from schemas.ecosystem import ToolSpec
 from schemas.graph import WorkflowGraph
 from schemas.records import InstructionStyle
 from schemas.trace import Trace
+from schemas.verifier import Check
+from tasks.compose import Composer, render_phrase
+from tasks.deliverables import changes_in_place, flow
 
 TEMPLATES = Path(__file__).parent / "templates"
 PHRASES: dict = yaml.safe_load((TEMPLATES / "instruction_phrases.yaml").read_text())
-STYLES = ("goal", "step")
+STYLES: tuple[InstructionStyle, ...] = ("goal", "spec", "step")
+DEFAULT_STYLE: InstructionStyle = "goal"
+_RNG_NAMES = {"goal": "deliverables", "spec": "goal", "step": "step"}
+"""The name each style's wording draws are seeded with (``spec`` keeps the one it had when
+it was called goal, so its text is unchanged)."""
 
-_INTENT = jinja2.Environment(finalize=lambda v: f"`{v}`", autoescape=False,
-                             undefined=jinja2.StrictUndefined)
 _PAGE = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=False,
                            undefined=jinja2.StrictUndefined, trim_blocks=True,
                            ).get_template("instruction.md.j2")
 _NUMBERS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
             "ten", "eleven", "twelve"]
 
-
-@lru_cache(maxsize=4096)
-def _template(source: str) -> jinja2.Template:
-    return _INTENT.from_string(source)
-
-
-def render_phrase(source: str, args: dict[str, str]) -> str:
-    """A tool's jinja2 ``intent`` or ``label`` with every value as a code span."""
-    return _template(source).render(**args)
+__all__ = ["STYLES", "Instruction", "Item", "render_instruction", "render_phrase"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,13 @@ class Item:
     """The rendered intent alone (``text`` minus an answer's format)."""
     in_place: bool = False
     """The step changes an existing entry rather than creating one."""
+    steps: tuple[int, ...] = ()
+    """Every trace step the line describes: ``step`` and the steps composed into it
+    (empty: ``step`` alone)."""
+
+    @property
+    def described(self) -> tuple[int, ...]:
+        return self.steps or (self.step,)
 
 
 @dataclass(frozen=True)
@@ -73,12 +86,6 @@ class Instruction:
     style: InstructionStyle
     template_id: str
     items: tuple[Item, ...]
-
-
-def _changes_in_place(tool: ToolSpec) -> bool:
-    if tool.effect != "write" or tool.creates or not tool.returns.from_param:
-        return False
-    return tool.param(tool.returns.from_param).fresh is None
 
 
 def structure(graph: WorkflowGraph, trace: Trace) -> str:
@@ -113,20 +120,26 @@ def answer_format(parser: str, rng: random.Random) -> str:
     return rng.choice(formats.get(parser, formats["other"]))
 
 
-def instruction_items(eco: Ecosystem, trace: Trace, rng: random.Random) -> list[Item]:
-    """Every write step's output, then the answer of a final read step."""
+def instruction_items(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, rng: random.Random,
+                      style: InstructionStyle = "spec",
+                      checks: Sequence[Check] = ()) -> list[Item]:
+    """The write steps' outputs (goal: the listed ones, composed; else every one), then
+    the answer of a final read step."""
+    steps = flow(eco.spec, graph, trace, checks)
+    goal = style == "goal"
+    composer = Composer(eco.spec, trace, steps, compose=goal)
     items = []
     for i, st in enumerate(trace.steps):
         tool = eco.spec.tool(st.tool)
-        phrase = render_phrase(tool.intent, st.args)
-        if tool.effect == "write":
-            label = tool.returns.label or "{{ " + str(tool.returns.from_param) + " }}"
-            items.append(Item(render_phrase(label, st.args), phrase, i, phrase=phrase,
-                              in_place=_changes_in_place(tool)))
-        elif i == len(trace.steps) - 1 and trace.answer is not None:
+        if tool.effect == "write" and (not goal or i in steps.listed):
+            phrase = composer.phrase(i)
+            items.append(Item(composer.label(i), phrase, i, phrase=phrase,
+                              in_place=changes_in_place(tool), steps=composer.steps(i)))
+        elif tool.effect != "write" and i == len(trace.steps) - 1 and trace.answer is not None:
+            phrase = composer.phrase(i)
             fmt = answer_format(tool.returns.parser, rng)
             items.append(Item(f"`{eco.spec.answer_file}`", f"{phrase}, {fmt}", i, answer=True,
-                              phrase=phrase))
+                              phrase=phrase, steps=composer.steps(i)))
     return items
 
 
@@ -138,7 +151,7 @@ def _pick(rng: random.Random, pool: dict[str, str]) -> tuple[str, str]:
 def _opener_pool(style: str, shape: str, items: list[Item]) -> dict[str, str]:
     openers = PHRASES[style]["openers"]
     pool = dict(openers["any"])
-    if style == "goal":
+    if style != "step":
         if len(items) >= 2:
             pool.update(openers["several"])
         pool.update(openers.get(shape, {}))
@@ -147,14 +160,25 @@ def _opener_pool(style: str, shape: str, items: list[Item]) -> dict[str, str]:
     return pool
 
 
+def _ordered(style: InstructionStyle, eco: Ecosystem, trace: Trace, items: list[Item]) -> bool:
+    """Does the instruction need a note that its items apply in order?"""
+    if style == "spec":
+        return any(changes_in_place(eco.spec.tool(st.tool)) for st in trace.steps[:-1])
+    return style == "goal" and any(item.in_place for item in items[:-1])
+
+
 def render_instruction(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed: int,
-                       style: InstructionStyle = "goal") -> Instruction:
-    """The instruction for a validated trace; the same seed gives the same text."""
+                       style: InstructionStyle = DEFAULT_STYLE,
+                       checks: Sequence[Check] = ()) -> Instruction:
+    """The instruction for a validated trace whose verifier makes ``checks`` (they decide
+    which intermediate entries a goal-level one must still name); the same seed gives the
+    same text."""
     if style not in STYLES:
         raise ValueError(f"unknown instruction style {style!r}; use one of {STYLES}")
-    rng = random.Random(f"instruction:{style}:{eco.name}:{seed}:{graph.fingerprint()}")
+    rng = random.Random(f"instruction:{_RNG_NAMES[style]}:{eco.name}:{seed}:"
+                        f"{graph.fingerprint()}")
     phrases = PHRASES[style]
-    items = instruction_items(eco, trace, rng)
+    items = instruction_items(eco, graph, trace, rng, style, checks)
     opener_id, opener = _pick(rng, _opener_pool(style, structure(graph, trace), items))
     opener = opener.format(n=_NUMBERS[len(items)] if len(items) < len(_NUMBERS)
                            else len(items))
@@ -169,9 +193,8 @@ def render_instruction(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed:
     paragraphs = []
     context = eco.spec.context.strip()
     if context:
-        paragraphs.append(_pick(rng, PHRASES["goal"]["context_labels"])[1] + context)
-    if style == "goal" and any(_changes_in_place(eco.spec.tool(st.tool))
-                               for st in trace.steps[:-1]):
+        paragraphs.append(_pick(rng, PHRASES["context_labels"])[1] + context)
+    if _ordered(style, eco, trace, items):
         paragraphs.append(_pick(rng, phrases["order_notes"])[1])
     text = _PAGE.render(opener=opener, lines=lines, paragraphs=paragraphs, closer=closer)
     return Instruction(text=text.strip() + "\n", style=style,

@@ -5,7 +5,10 @@ must name every input the solver cannot discover and every output the verifier r
 The required set is derived mechanically:
 
 - every argument of every executed step that is not bound to an upstream step's output
-  (sampled values, state paths, fresh output names, planner literals);
+  (sampled values, state paths, fresh output names, planner literals) — except, in the
+  goal style, the name or id of a new entry an intermediate step creates (a ``fresh``
+  output name, a ``creates`` tool's new id; :mod:`tasks.deliverables`): the solver names
+  its own intermediate results, and the verifier does not read them;
 - the key of every state check the verifier makes on a declared output — every changed
   entry of a ``strict`` probe section, plus entries a write step names in the others
   (side effects in non-strict sections, such as git's new commit ids, are not names a
@@ -17,9 +20,10 @@ validation gate relies on when it extracts the instruction's literals).  The ans
 format must also survive: ``ANSWER_ESSENTIALS`` names the wording every phrasing of a
 format keeps (case-insensitive).
 
-A template instruction is also checked item by item: each step's own literals must be in
-the line that describes it (or in the ecosystem's context), so a literal that happens to
-appear elsewhere cannot stand in for one an intent forgot.
+A template instruction is also checked item by item: the own literals of each step a line
+describes (its step, and in the goal style every step composed into it) must be in that
+line (or in the ecosystem's context), so a literal that happens to appear elsewhere cannot
+stand in for one an intent forgot.
 """
 
 from __future__ import annotations
@@ -30,8 +34,10 @@ from typing import Protocol
 
 from schemas.ecosystem import EcosystemSpec
 from schemas.graph import WorkflowGraph
+from schemas.records import InstructionStyle
 from schemas.trace import Trace
 from schemas.verifier import Check
+from tasks.deliverables import flow, names_new_entry
 from tasks.failures import StageFailure
 from tasks.markdown import code_spans
 
@@ -59,6 +65,9 @@ class DescribedStep(Protocol):
     def text(self) -> str: ...
     @property
     def step(self) -> int: ...
+    @property
+    def described(self) -> tuple[int, ...]:
+        """Every trace step the line describes."""
 
 
 def answer_essential(spec: EcosystemSpec, trace: Trace) -> str | None:
@@ -70,9 +79,11 @@ def answer_essential(spec: EcosystemSpec, trace: Trace) -> str | None:
 
 
 def required_literals(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace,
-                      checks: list[Check]) -> Required:
-    """Everything the instruction for ``trace`` must name (see the module docstring)."""
+                      checks: list[Check], style: InstructionStyle = "spec") -> Required:
+    """Everything the instruction for ``trace`` in ``style`` must name (see the module
+    docstring)."""
     binds = {s.id: s.bind for s in graph.steps}
+    hidden = flow(spec, graph, trace, checks).intermediate if style == "goal" else frozenset()
     spans: list[str] = []
 
     def add(value: object) -> None:
@@ -82,11 +93,13 @@ def required_literals(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace,
 
     produced = set()
     by_step = []
-    for st in trace.steps:
+    for i, st in enumerate(trace.steps):
         tool = spec.tool(st.tool)
         own = []
         for name, value in st.args.items():
             binding = binds.get(st.step_id, {}).get(name)
+            if i in hidden and names_new_entry(tool, name):
+                continue
             if (binding is None or binding.kind != "step") and str(value):
                 add(value)
                 own.append(str(value))
@@ -125,12 +138,14 @@ def check_preserved(text: str, required: Required) -> None:
 
 def check_items_preserved(items: Sequence[DescribedStep], required: Required,
                           context: str = "") -> None:
-    """Raise ``instruct/not_preserved`` when a step's own literal is missing from the line
-    that describes it and from the ``context`` paragraph."""
+    """Raise ``instruct/not_preserved`` when the own literal of a step a line describes is
+    missing from that line and from the ``context`` paragraph."""
     shared = set(code_spans(context))
     for item in items:
         spans = shared | set(code_spans(f"{item.target} {item.text}"))
-        for literal in required.by_step[item.step] if item.step < len(required.by_step) else ():
+        own = [lit for i in item.described if i < len(required.by_step)
+               for lit in required.by_step[i]]
+        for literal in own:
             if literal not in spans:
                 raise StageFailure("instruct", "not_preserved",
                                    f"the line for {item.target} lacks `{literal}`")

@@ -28,7 +28,8 @@ from tasks.dataset.query import stream_rows
 from tasks.grounding import first_ungrounded
 from tasks.preserve import Required, missing_literals
 
-REJECTIONS = (("instruct", "not_preserved"), ("trajectories", "ungrounded"))
+REJECTIONS = (("instruct", "not_preserved"), ("instruct", "leaked_answer"),
+              ("trajectories", "ungrounded"))
 
 
 class Share(BaseModel):

@@ -9,13 +9,14 @@ from tasks.stages.context import CandidateContext, Phase
 
 
 class Draft:
-    """Goal or step style; the same seed gives the same text."""
+    """Goal, spec or step style; the same seed gives the same text."""
 
     name: StageName = "draft"
     phase: Phase = "render_s"
-    needs: tuple[str, ...] = ("eco", "candidate", "graph", "trace", "instruction_style")
+    needs: tuple[str, ...] = ("eco", "candidate", "graph", "trace", "checks",
+                              "instruction_style")
     gives: tuple[str, ...] = ("draft",)
 
     def run(self, ctx: CandidateContext) -> None:
         ctx.draft = render_instruction(ctx.eco, ctx.graph, ctx.trace, ctx.candidate.seed,
-                                       ctx.instruction_style)
+                                       ctx.instruction_style, ctx.checks)

@@ -1,9 +1,11 @@
-"""Stage ``instruct``: the draft must hold every required literal; with an LLM, its
-paraphrase replaces it when the paraphrase holds them too."""
+"""Stage ``instruct``: the draft must hold every required literal and must not show the
+task's answer; with an LLM, its paraphrase replaces it when the paraphrase holds them too
+(a paraphrase adds no code span, and the LLM is never shown the answer)."""
 
 from __future__ import annotations
 
 from schemas.records import StageName
+from tasks.leaks import check_not_leaked
 from tasks.paraphrase import paraphrase_instruction
 from tasks.preserve import check_items_preserved, check_preserved, required_literals
 from tasks.stages.context import CandidateContext, Phase
@@ -18,10 +20,13 @@ class Instruct:
     gives: tuple[str, ...] = ("required", "instruction")
 
     def run(self, ctx: CandidateContext) -> None:
-        required = required_literals(ctx.eco.spec, ctx.graph, ctx.trace, ctx.checks)
-        check_preserved(ctx.draft.text, required)
-        check_items_preserved(ctx.draft.items, required, ctx.eco.spec.context)
+        draft = ctx.draft
+        required = required_literals(ctx.eco.spec, ctx.graph, ctx.trace, ctx.checks,
+                                     draft.style)
+        check_preserved(draft.text, required)
+        check_items_preserved(draft.items, required, ctx.eco.spec.context)
+        check_not_leaked(ctx.trace.answer, draft.text, draft.items)
         ctx.required = required
-        ctx.instruction = ctx.draft
+        ctx.instruction = draft
         if ctx.llm is not None:
-            ctx.instruction = paraphrase_instruction(ctx.llm, ctx.draft, required)
+            ctx.instruction = paraphrase_instruction(ctx.llm, draft, required)

@@ -1,9 +1,13 @@
-"""Stage ``verify``: the checks from the probe delta, the verifier and the solution."""
+"""Stage ``verify``: the checks from the probe delta, the verifier and the solution.
+
+In the goal style the checks of intermediate results are dropped
+(:func:`tasks.deliverables.goal_checks`): the instruction does not name them."""
 
 from __future__ import annotations
 
 from schemas.records import StageName
 from tasks.commands import solution_script
+from tasks.deliverables import goal_checks
 from tasks.stages.context import CandidateContext, Phase
 from tasks.verify import derive_checks, render_verifier
 
@@ -13,11 +17,14 @@ class Verify:
 
     name: StageName = "verify"
     phase: Phase = "render_s"
-    needs: tuple[str, ...] = ("eco", "candidate", "trace", "before", "after")
+    needs: tuple[str, ...] = ("eco", "candidate", "graph", "trace", "before", "after",
+                              "instruction_style")
     gives: tuple[str, ...] = ("checks", "verifier_py", "solution_sh")
 
     def run(self, ctx: CandidateContext) -> None:
         ctx.checks = derive_checks(ctx.eco, ctx.trace, ctx.before, ctx.after)
+        if ctx.instruction_style == "goal":
+            ctx.checks = goal_checks(ctx.eco.spec, ctx.graph, ctx.trace, ctx.checks)
         ctx.verifier_py = render_verifier(ctx.checks, ctx.eco.probe_source,
                                           task_ref=ctx.candidate.candidate_id)
         ctx.solution_sh = solution_script(ctx.trace, ctx.eco.spec.answer_file)

@@ -142,3 +142,64 @@ def test_an_extra_stage_that_rejects_gives_a_rejected_attempt_and_closes_the_san
         client = docker.from_env()
         label = f"taskfactory.candidate={candidate.candidate_id}"
         assert client.containers.list(all=True, filters={"label": label}) == []
+
+
+def _gated(candidate, backend, style):
+    """The candidate's context after the gate (the stages before ``instruct``), or None
+    when an earlier stage rejected it."""
+    from flows.candidate import sandbox_opener
+    from tasks.dataset.provenance import generator_version
+    from tasks.stages.context import CandidateContext
+
+    ctx = CandidateContext(
+        candidate=candidate, graph=candidate.graph, eco=ECO, run_id=RUN_ID,
+        open_sandbox=sandbox_opener(ECO, backend, RUN_ID, candidate), backend=backend.type,
+        image=getattr(backend, "image", "local"), generator_version=generator_version(),
+        instruction_style=style)
+    upto = PIPELINE.names.index("instruct")
+    with ctx.sandboxes:
+        try:
+            for stage in PIPELINE.stages[:upto]:
+                stage.run(ctx)
+        except StageFailure:
+            return None
+    return ctx
+
+
+def test_goal_tasks_neither_require_nor_penalise_intermediate_results(backend):
+    """A goal-style task passes its verifier when its intermediate file is made under
+    another name and removed before the verifier runs; its checks never name it."""
+    from tasks.deliverables import flow
+
+    tried = 0
+    for candidate in CANDIDATES:
+        ctx = _gated(candidate, backend, "goal")
+        if ctx is None:
+            continue
+        steps = flow(ECO.spec, ctx.graph, ctx.trace)
+        if not steps.intermediate_keys:
+            continue
+        tried += 1
+        assert not steps.intermediate_keys & {c.key for c in ctx.checks}
+        assert ctx.gate.passed and ctx.gate.reference_reward == 1.0
+        solve, scratch = ctx.solution_sh, []
+        for key in sorted(steps.intermediate_keys):
+            assert f"`{key}`" not in ctx.draft.text
+            other = key.replace(".", "_elsewhere.", 1)
+            solve = solve.replace(key, other)
+            scratch.append(other)
+        solve += "rm -f " + " ".join(scratch) + "\n"
+        with provider_for(backend, RUN_ID).sandbox() as sb:
+            sb.write_files(ECO.seed_state(candidate.seed))
+            done = sb.exec(["bash", "-s"], stdin=solve.encode(),
+                           env={"TASKFACTORY_WORKDIR": sb.workdir})
+            assert done.exit_code == 0, done.stderr
+            for key in steps.intermediate_keys:  # never made under its own name
+                assert sb.exec(["test", "-e", key]).exit_code != 0
+            assert run_verifier(sb, ctx.verifier_py).reward == 1
+        spec = _gated(candidate, backend, "spec")  # spec still checks the intermediates
+        assert spec is not None
+        assert steps.intermediate_keys <= {c.key for c in spec.checks}
+        if tried == 2:
+            return
+    assert tried, "no candidate with an intermediate result passed the gate"

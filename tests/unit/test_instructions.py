@@ -1,4 +1,5 @@
-"""Instructions: literals as code spans, preservation, styles and wording variety."""
+"""Instructions: literals as code spans, preservation, styles, composition, leaked answers
+and wording variety."""
 
 from collections import Counter
 from dataclasses import replace
@@ -9,8 +10,10 @@ from environments.ecosystems import load_ecosystem
 from schemas.graph import Binding, Step, WorkflowGraph
 from schemas.trace import Observation, StepTrace, Trace
 from schemas.verifier import Check
+from tasks.deliverables import flow, goal_checks
 from tasks.failures import StageFailure
-from tasks.instruct import PHRASES, render_instruction, render_phrase, structure
+from tasks.instruct import PHRASES, STYLES, Item, render_instruction, render_phrase, structure
+from tasks.leaks import check_not_leaked, leaked_in
 from tasks.preserve import (
     ANSWER_ESSENTIALS,
     Required,
@@ -33,30 +36,43 @@ def _step(step_id, tool, args, stdout=""):
                      output=None, output_type="file.text")
 
 
+def files_task(shape, steps, answer):
+    """A files graph and its trace as the executor records it: ``steps`` are (id, tool,
+    bindings, arguments); the last step prints ``answer``; one check per write's output."""
+    graph = WorkflowGraph(ecosystem="files", shape=shape,
+                          steps=[Step(id=i, tool=t, bind=b) for i, t, b, _ in steps])
+    trace = Trace(steps=[_step(i, t, a, stdout=f"{answer}\n" if n == len(steps) - 1 else "")
+                         for n, (i, t, _, a) in enumerate(steps)], answer=answer)
+    checks = [Check(kind="state", section="files", key=a["out"], expected=a["out"])
+              for _, _, _, a in steps if "out" in a]
+    return graph, trace, [*checks, Check(kind="answer", key="answer.txt", expected=answer)]
+
+
+def _state(value):
+    return Binding(kind="state", value=value)
+
+
+def _literal(value):
+    return Binding(kind="literal", value=value)
+
+
+def _from(step):
+    return Binding(kind="step", step=step)
+
+
 def chain_task():
-    """A three-step chain as the executor records it: column -> head -> count lines."""
-    graph = WorkflowGraph(ecosystem="files", shape="chain", steps=[
-        Step(id="s1", tool="csv_column", bind={
-            "path": Binding(kind="state", value="data/customers.csv"),
-            "column": Binding(kind="sample", facet="csv_column", of="path"),
-            "out": Binding(kind="literal", value="out/column_values.txt")}),
-        Step(id="s2", tool="head_lines", bind={
-            "path": Binding(kind="step", step="s1"),
-            "n": Binding(kind="sample", facet="line_count", of="path"),
-            "out": Binding(kind="literal", value="out/first_lines.txt")}),
-        Step(id="s3", tool="count_lines", bind={"path": Binding(kind="step", step="s2")}),
-    ])
-    trace = Trace(steps=[
-        _step("s1", "csv_column", {"path": "data/customers.csv", "column": "balance",
-                                   "out": "out/column_values.txt"}),
-        _step("s2", "head_lines", {"path": "out/column_values.txt", "n": "26",
-                                   "out": "out/first_lines.txt"}),
-        _step("s3", "count_lines", {"path": "out/first_lines.txt"}, stdout="26\n"),
-    ], answer="26")
-    checks = [Check(kind="state", section="files", key="out/column_values.txt", expected="x"),
-              Check(kind="state", section="files", key="out/first_lines.txt", expected="x"),
-              Check(kind="answer", key="answer.txt", expected="26")]
-    return graph, trace, checks
+    """A three-step chain: column -> head -> count lines."""
+    return files_task("chain", [
+        ("s1", "csv_column", {"path": _state("data/customers.csv"),
+                              "column": Binding(kind="sample", facet="csv_column", of="path"),
+                              "out": _literal("out/column_values.txt")},
+         {"path": "data/customers.csv", "column": "balance", "out": "out/column_values.txt"}),
+        ("s2", "head_lines", {"path": _from("s1"),
+                              "n": Binding(kind="sample", facet="line_count", of="path"),
+                              "out": _literal("out/first_lines.txt")},
+         {"path": "out/column_values.txt", "n": "26", "out": "out/first_lines.txt"}),
+        ("s3", "count_lines", {"path": _from("s2")}, {"path": "out/first_lines.txt"}),
+    ], "26")
 
 
 @pytest.mark.parametrize("name", ECOSYSTEMS)
@@ -92,10 +108,10 @@ def test_required_literals_come_from_the_trace_and_the_checks():
     assert required.phrases == ("integer",)
 
 
-@pytest.mark.parametrize("style", ["goal", "step"])
+@pytest.mark.parametrize("style", ["spec", "step"])
 def test_template_instructions_preserve_everything(style):
     graph, trace, checks = chain_task()
-    required = required_literals(FILES.spec, graph, trace, checks)
+    required = required_literals(FILES.spec, graph, trace, checks, style)
     instruction = render_instruction(FILES, graph, trace, seed=7, style=style)
     check_preserved(instruction.text, required)
     assert instruction.template_id.startswith(f"{style}/")
@@ -114,7 +130,7 @@ def test_template_instructions_preserve_everything(style):
 def test_a_missing_literal_or_format_word_is_named():
     graph, trace, checks = chain_task()
     required = required_literals(FILES.spec, graph, trace, checks)
-    text = render_instruction(FILES, graph, trace, seed=3).text
+    text = render_instruction(FILES, graph, trace, seed=3, style="spec").text
     broken = text.replace("`balance`", "balance")
     with pytest.raises(StageFailure) as err:
         check_preserved(broken, required)
@@ -130,7 +146,7 @@ def test_each_line_must_carry_its_own_step_literals():
     required = required_literals(FILES.spec, graph, trace, checks)
     assert required.by_step == (("data/customers.csv", "balance", "out/column_values.txt"),
                                 ("26", "out/first_lines.txt"), ())
-    items = list(render_instruction(FILES, graph, trace, seed=1).items)
+    items = list(render_instruction(FILES, graph, trace, seed=1, style="spec").items)
     check_items_preserved(items, required)
     # `26` still appears elsewhere in the text, but not in the line of its own step
     items[1] = replace(items[1], text="the first lines of `out/column_values.txt`")
@@ -147,10 +163,216 @@ def test_structure_reflects_the_executed_steps():
 
 def test_wording_varies_and_no_phrasing_dominates():
     graph, trace, _ = chain_task()
-    rendered = [render_instruction(FILES, graph, trace, seed=s) for s in range(600)]
+    rendered = [render_instruction(FILES, graph, trace, seed=s, style="spec")
+                for s in range(600)]
     assert len({r.text for r in rendered}) >= 300
     for part in (2, 3):  # opener and closer ids
         counts = Counter(r.template_id.split("/")[part] for r in rendered)
         assert max(counts.values()) / len(rendered) <= 0.2, counts.most_common(3)
     openings = Counter(" ".join(r.text.split()[:5]) for r in rendered)
     assert max(openings.values()) / len(rendered) <= 0.2
+
+
+SPEC_TEXT_SEED_7 = (
+    "Prepare the following outputs:\n\n"
+    "- `out/column_values.txt`: the values of the `balance` column of `data/customers.csv`, "
+    "one per line in row order, without the header.\n"
+    "- `out/first_lines.txt`: the first `26` lines of `out/column_values.txt`.\n"
+    "- `answer.txt`: the number of lines in `out/first_lines.txt`, as a plain integer.\n\n"
+    "Background: Your working directory holds a small project: application logs under logs/, "
+    "CSV data exports under data/, JSON configuration under config/ and notes under docs/.\n\n"
+    "Paths are relative to the working directory; do not touch anything not listed.\n")
+
+
+def test_spec_style_is_the_former_goal_text_byte_for_byte():
+    """Pinned from the goal style as it rendered before goal-level instructions existed."""
+    graph, trace, _ = chain_task()
+    spec = render_instruction(FILES, graph, trace, seed=7, style="spec")
+    assert spec.text == SPEC_TEXT_SEED_7
+    assert spec.template_id == "spec/bullets/g05/x3"
+    assert render_instruction(FILES, graph, trace, seed=8, style="spec").text.startswith(
+        "Set things up so that all of the following hold:\n\n1. `out/column_values.txt`: ")
+
+
+def test_the_default_style_is_goal():
+    graph, trace, _ = chain_task()
+    assert STYLES[0] == "goal"
+    assert render_instruction(FILES, graph, trace, seed=7).style == "goal"
+
+
+def branch_task():
+    """grep -> (sort -u: a deliverable) and (count lines: the answer); the grep output is
+    an intermediate result both consume."""
+    return files_task("fan_out", [
+        ("s1", "grep_lines", {"path": _state("logs/app.log"),
+                              "pattern": Binding(kind="sample", facet="token", of="path"),
+                              "out": _literal("out/matching_lines.txt")},
+         {"path": "logs/app.log", "pattern": "ERROR", "out": "out/matching_lines.txt"}),
+        ("s2", "sort_unique", {"path": _from("s1"), "out": _literal("out/sorted_unique.txt")},
+         {"path": "out/matching_lines.txt", "out": "out/sorted_unique.txt"}),
+        ("s3", "count_lines", {"path": _from("s1")}, {"path": "out/matching_lines.txt"}),
+    ], "7")
+
+
+GREP = "the lines of `logs/app.log` that contain the text `ERROR`, in their original order"
+
+
+def test_goal_style_states_deliverables_only_composing_what_they_consume():
+    graph, trace, checks = branch_task()
+    for seed in range(20):
+        goal = render_instruction(FILES, graph, trace, seed=seed, style="goal")
+        assert [i.target for i in goal.items] == ["`out/sorted_unique.txt`", "`answer.txt`"]
+        assert "out/matching_lines.txt" not in goal.text  # the intermediate is not named
+        assert f"the distinct lines of {GREP}, sorted in byte order" in goal.items[0].text
+        assert goal.items[1].text.startswith(f"the number of lines in {GREP}, ")
+        assert [i.described for i in goal.items] == [(0, 1), (0, 2)]
+        assert goal.template_id.startswith("goal/")
+    spec = render_instruction(FILES, graph, trace, seed=0, style="spec")
+    assert [i.target for i in spec.items] == ["`out/matching_lines.txt`",
+                                              "`out/sorted_unique.txt`", "`answer.txt`"]
+
+
+def test_goal_checks_and_required_literals_leave_intermediates_out():
+    graph, trace, checks = branch_task()
+    steps = flow(FILES.spec, graph, trace)
+    assert (steps.listed, steps.intermediate) == ({1}, {0})
+    assert steps.intermediate_keys == {"out/matching_lines.txt"}
+    kept = goal_checks(FILES.spec, graph, trace, checks)
+    assert [c.key for c in kept] == ["out/sorted_unique.txt", "answer.txt"]
+    required = required_literals(FILES.spec, graph, trace, kept, "goal")
+    assert required.spans == ("logs/app.log", "ERROR", "out/sorted_unique.txt", "answer.txt")
+    goal = render_instruction(FILES, graph, trace, seed=4, style="goal")
+    check_preserved(goal.text, required)
+    check_items_preserved(goal.items, required, FILES.spec.context)
+    # the composed line must carry the literals of the steps composed into it
+    broken = [replace(goal.items[0], text="the distinct lines of the grep output")]
+    with pytest.raises(StageFailure, match="lacks `logs/app.log`"):
+        check_items_preserved(broken, required)
+    # spec style still requires and checks every intermediate
+    assert "out/matching_lines.txt" in required_literals(FILES.spec, graph, trace, checks,
+                                                         "spec").spans
+
+
+def test_nothing_but_intermediates_leaves_no_outcome():
+    graph, trace, _ = branch_task()
+    only = [Check(kind="state", section="files", key="out/matching_lines.txt", expected="x")]
+    with pytest.raises(StageFailure) as err:
+        goal_checks(FILES.spec, graph, trace, only)
+    assert (err.value.stage, err.value.reason) == ("verify", "no_outcome")
+
+
+def test_an_observed_value_is_named_by_the_step_that_observed_it():
+    """A read's value bound to a later input renders as the read's phrase, not the value;
+    an entry a lookup singles out is named by the lookup."""
+    service = load_ecosystem("service")
+    count = next(t for t in service.spec.tools if t.effect == "read"
+                 and any(p.name == "ticket" for p in t.params))
+    close = service.spec.tool("close_ticket")
+    graph = WorkflowGraph(ecosystem="service", shape="chain", steps=[
+        Step(id="s1", tool=count.name, bind={p.name: Binding(kind="literal", value="v")
+                                             for p in count.params}),
+        Step(id="s2", tool="close_ticket", bind={
+            p.name: Binding(kind="step", step="s1") if p.name == "ticket"
+            else Binding(kind="literal", value="note") for p in close.params}),
+    ])
+    args1 = {p.name: "12" if p.name == "ticket" else "x" for p in count.params}
+    args2 = {p.name: "31" if p.name == "ticket" else "note" for p in close.params}
+    trace = Trace(steps=[_step("s1", count.name, args1, stdout="31\n"),
+                         _step("s2", "close_ticket", args2)])
+    goal = render_instruction(service, graph, trace, seed=1, style="goal")
+    (item,) = goal.items
+    assert item.target == render_phrase(count.intent, args1)
+    assert "`31`" not in goal.text
+    spec = render_instruction(service, graph, trace, seed=1, style="spec")
+    assert spec.items[0].target == "ticket `31`"
+
+
+@pytest.mark.parametrize("answer,text,leaked", [
+    ("growth", "- ticket `12`: moved to team `growth`.", "the code span `growth`"),
+    ("Open", "- ticket `3`: reopened (status `open`).", "the code span `open`"),
+    ("26", "- `answer.txt`: the first `26.0` lines, as a plain integer.", "the code span `26.0`"),
+    ("1", "1. `out/a_1.txt`: the first `10` lines of `v1.2`.", None),
+    ("0", "- `answer.txt`: the number of lines, as a plain integer.", None),
+    ("yes", "- `answer.txt`: answer yes or no, on one line.", "the line for `answer.txt`"),
+    ("yes", "Say yes when done.\n\n- `answer.txt`: the flag, on one line.", None),
+    ("", "- `answer.txt`: `` ``.", None),
+])
+def test_an_answer_leaks_as_a_whole_token_of_a_span_or_an_item_line(answer, text, leaked):
+    items = []
+    for line in text.splitlines():
+        if line.startswith(("-", "1.")):
+            target, _, rest = line.split(" ", 1)[1].partition(": ")
+            items.append(Item(target=target, text=rest, step=0))
+    assert leaked_in(answer, text, items) == leaked
+
+
+def test_a_leaked_answer_is_rejected_with_its_own_reason():
+    graph, trace, _ = chain_task()  # the number of lines of the first `26` lines: 26
+    for style in STYLES:
+        instruction = render_instruction(FILES, graph, trace, seed=2, style=style)
+        with pytest.raises(StageFailure) as err:
+            check_not_leaked(trace.answer, instruction.text, instruction.items)
+        assert (err.value.stage, err.value.reason) == ("instruct", "leaked_answer")
+        assert "'26'" in err.value.detail
+    graph, trace, _ = branch_task()
+    instruction = render_instruction(FILES, graph, trace, seed=2)
+    check_not_leaked(trace.answer, instruction.text, instruction.items)  # 7 is not shown
+
+
+def test_the_id_of_an_intermediate_new_entry_is_the_solvers_choice():
+    """A subtask created only to be read back: its id is not required in the goal style."""
+    service = load_ecosystem("service")
+    read = next(t for t in service.spec.tools if t.effect == "read"
+                and [p.name for p in t.params] == ["ticket"])
+    graph = WorkflowGraph(ecosystem="service", shape="chain", steps=[
+        Step(id="s1", tool="create_subtask", bind={
+            "ticket": _state("3"), "subtask": Binding(kind="sample", facet="next_ticket_id"),
+            "title": Binding(kind="sample", facet="new_title"),
+            "team": Binding(kind="sample", facet="ticket_team")}),
+        Step(id="s2", tool=read.name, bind={"ticket": _from("s1")}),
+    ])
+    trace = Trace(steps=[
+        _step("s1", "create_subtask", {"ticket": "3", "subtask": "28", "title": "Fix login",
+                                       "team": "growth"}),
+        _step("s2", read.name, {"ticket": "28"}, stdout="x\n")], answer="x")
+    checks = [Check(kind="state", section="tickets", key="28", expected={}),
+              Check(kind="answer", key="answer.txt", expected="x")]
+    kept = goal_checks(service.spec, graph, trace, checks)
+    assert [c.key for c in kept] == ["answer.txt"]
+    required = required_literals(service.spec, graph, trace, kept, "goal")
+    assert "28" not in required.spans and "Fix login" in required.spans
+    goal = render_instruction(service, graph, trace, seed=0)
+    check_preserved(goal.text, required)
+    check_items_preserved(goal.items, required, service.spec.context)
+    assert "`28`" not in goal.text
+    assert "28" in required_literals(service.spec, graph, trace, checks, "spec").spans
+
+
+def test_an_intermediate_entry_a_deliverable_names_is_delivered_too():
+    """A parent ticket created for a subtask: the subtask's record holds its id, so a
+    solver cannot name it freely; it is listed, named and checked like a deliverable."""
+    service = load_ecosystem("service")
+    graph = WorkflowGraph(ecosystem="service", shape="chain", steps=[
+        Step(id="s1", tool="create_ticket", bind={
+            p.name: Binding(kind="sample", facet="x")
+            for p in service.spec.tool("create_ticket").params}),
+        Step(id="s2", tool="create_subtask", bind={
+            "ticket": _from("s1"), "subtask": Binding(kind="sample", facet="next_ticket_id"),
+            "title": Binding(kind="sample", facet="new_title"),
+            "team": Binding(kind="sample", facet="ticket_team")}),
+    ])
+    created = {p.name: "x" for p in service.spec.tool("create_ticket").params}
+    trace = Trace(steps=[
+        _step("s1", "create_ticket", {**created, "ticket": "28", "title": "Parent"}),
+        _step("s2", "create_subtask", {"ticket": "28", "subtask": "29", "title": "Child",
+                                       "team": "growth"})])
+    checks = [Check(kind="state", section="tickets", key="28", expected={"id": 28}),
+              Check(kind="state", section="tickets", key="29",
+                    expected={"id": 29, "parent": 28})]
+    assert [c.key for c in goal_checks(service.spec, graph, trace, checks)] == ["28", "29"]
+    goal = render_instruction(service, graph, trace, seed=0, checks=checks)
+    assert [i.target for i in goal.items] == ["ticket `28`", "ticket `29`"]
+    assert "of ticket `28`" in goal.items[1].text
+    without = render_instruction(service, graph, trace, seed=0)  # nothing names it
+    assert [i.target for i in without.items] == ["ticket `29`"]
+    assert "a new subtask of a new ticket titled `Parent`" in without.items[0].text

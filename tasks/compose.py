@@ -1,0 +1,142 @@
+"""Phrases of instructions: a tool's jinja2 ``intent`` (or ``label``) rendered with its
+arguments, every value as a Markdown code span — and, for goal-level instructions,
+composed.
+
+Composition names a consumed result by what it is instead of where it was put: when a
+step's phrase is rendered, an argument bound to an earlier step that is not listed (an
+intermediate write, or a read's value; see :mod:`tasks.deliverables`) renders as that
+step's own composed phrase, recursively — "the first `5` lines of the distinct lines of
+`logs/app.log`, sorted …" rather than the intermediate file's name, "the open ticket with
+the most comments" rather than the id a lookup returned.  An argument bound to a listed
+step stays its value (the instruction names that entry).  A composed in-place change is
+named as the entry it changes followed by ``(after: <change>; then <change>)``, unless
+its intent already names the entry.  Two rules keep nested phrases readable: a noun that
+only announces a value (``ticket`` in "subtask of ticket {{ ticket }}", when the
+consumed step's label starts with it) is dropped before a composed value, and a new
+entry is named by its intent up to the first ``": "`` when only fixed wording (its
+defaults) follows.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import jinja2
+
+from schemas.ecosystem import EcosystemSpec, ToolSpec
+from schemas.trace import Trace
+from tasks.deliverables import Flow, changes_in_place
+
+
+class Composed(str):
+    """Text that is already a phrase: rendered as it is, not as a code span."""
+
+
+_INTENT = jinja2.Environment(
+    finalize=lambda v: v if isinstance(v, Composed) else f"`{v}`", autoescape=False,
+    undefined=jinja2.StrictUndefined)
+
+
+@lru_cache(maxsize=4096)
+def _template(source: str) -> jinja2.Template:
+    return _INTENT.from_string(source)
+
+
+def render_phrase(source: str, args: dict[str, str]) -> str:
+    """A tool's jinja2 ``intent`` or ``label`` with every value as a code span (a
+    :class:`Composed` value as it is)."""
+    return _template(source).render(**args)
+
+
+_LEAD = re.compile(r"^(\w+) \{\{")
+_CLAUSE = ": "
+
+
+def _without_nouns(source: str, nouns: dict[str, str]) -> str:
+    """``source`` without the noun before each composed ``{{ param }}`` (param -> noun)."""
+    for param, noun in nouns.items():
+        source = re.sub(rf"\b{re.escape(noun)} (\{{\{{\s*{re.escape(param)}\s*\}}\}})",
+                        r"\1", source)
+    return source
+
+
+def _names(tool: ToolSpec, param: str) -> bool:
+    return re.search(r"\{\{\s*" + re.escape(param) + r"\s*\}\}", tool.intent) is not None
+
+
+class Composer:
+    """Phrases of one trace's steps; with ``compose`` False every value is literal (the
+    ``spec`` and ``step`` styles)."""
+
+    def __init__(self, spec: EcosystemSpec, trace: Trace, flow: Flow, compose: bool) -> None:
+        self.spec, self.trace, self.flow, self.compose = spec, trace, flow, compose
+
+    def _tool(self, i: int) -> ToolSpec:
+        return self.spec.tool(self.trace.steps[i].tool)
+
+    def _folded(self, i: int) -> dict[str, int]:
+        """Inputs of step ``i`` rendered as an earlier step's phrase."""
+        if not self.compose:
+            return {}
+        return {n: u for n, u in self.flow.ups[i].items() if u not in self.flow.listed}
+
+    def args(self, i: int) -> dict[str, str]:
+        """Step ``i``'s arguments, those bound to an unlisted step as its phrase."""
+        args: dict[str, str] = dict(self.trace.steps[i].args)
+        for name, u in self._folded(i).items():
+            args[name] = Composed(self.ref(u))
+        return args
+
+    def _render(self, i: int, source: str) -> str:
+        nouns = {}
+        for name, u in self._folded(i).items():
+            label = self._tool(u).returns.label or ""
+            if (lead := _LEAD.match(label)) is not None:
+                nouns[name] = lead.group(1)
+        return render_phrase(_without_nouns(source, nouns), self.args(i))
+
+    def phrase(self, i: int) -> str:
+        """Step ``i``'s intent, composed."""
+        return self._render(i, self._tool(i).intent)
+
+    def label(self, i: int) -> str:
+        """What step ``i`` writes, as instructions name it: its ``label`` (default: its
+        key); an entry a composed step singles out (a looked-up ticket) is that step's
+        phrase."""
+        tool = self._tool(i)
+        up = self._folded(i).get(str(tool.returns.from_param))
+        if up is not None:
+            return self.ref(up)
+        source = tool.returns.label or "{{ " + str(tool.returns.from_param) + " }}"
+        return self._render(i, source)
+
+    def ref(self, i: int) -> str:
+        """Step ``i``'s result, named by what it is."""
+        tool = self._tool(i)
+        head, colon, tail = tool.intent.partition(_CLAUSE)
+        if tool.effect == "write" and not changes_in_place(tool) and colon \
+                and "{{" not in tail:
+            return self._render(i, head)
+        if not changes_in_place(tool) or _names(tool, str(tool.returns.from_param)):
+            return self.phrase(i)
+        entry, changes = self._changes(i)
+        return f"{entry} (after: {'; then '.join(changes)})"
+
+    def _changes(self, i: int) -> tuple[str, list[str]]:
+        tool = self._tool(i)
+        up = self._folded(i).get(str(tool.returns.from_param))
+        if up is None:
+            return self.label(i), [self.phrase(i)]
+        up_tool = self._tool(up)
+        if changes_in_place(up_tool) and not _names(up_tool, str(up_tool.returns.from_param)):
+            entry, changes = self._changes(up)
+            return entry, [*changes, self.phrase(i)]
+        return self.ref(up), [self.phrase(i)]
+
+    def steps(self, i: int) -> tuple[int, ...]:
+        """Step ``i`` and every step whose phrase its own phrase includes, in trace order."""
+        seen = {i}
+        for u in self._folded(i).values():
+            seen.update(self.steps(u))
+        return tuple(sorted(seen))
