@@ -50,10 +50,18 @@ def _unique(items: list[N], what: str) -> list[N]:
     return items
 
 
+NEW_NAME_NOTE = "(A new name: when the task does not give it, choose one.)"
+"""Ends the description of a parameter that names an entry the call creates; grounding
+reads it: such a value is the caller's choice, visible from the call that names it on."""
+
+
 def function_schema(name: str, description: str,
-                    params: Sequence[Param] | Sequence[DiscoveryParam]) -> dict[str, Any]:
-    """An OpenAI / Hugging Face function definition; every parameter is required."""
-    props = {p.name: {"type": p.json_type, "description": p.description} for p in params}
+                    params: Sequence[Param] | Sequence[DiscoveryParam],
+                    new_names: Sequence[str] = ()) -> dict[str, Any]:
+    """An OpenAI / Hugging Face function definition; every parameter is required, and
+    those in ``new_names`` end with ``NEW_NAME_NOTE``."""
+    props = {p.name: {"type": p.json_type, "description": p.description + (
+        f" {NEW_NAME_NOTE}" if p.name in new_names else "")} for p in params}
     return {"type": "function", "function": {
         "name": name, "description": description,
         "parameters": {"type": "object", "properties": props,
@@ -172,9 +180,16 @@ class ToolSpec(_Strict):
     def param(self, name: str) -> Param:
         return next(p for p in self.params if p.name == name)
 
+    def names_new_entry(self, param: str) -> bool:
+        """The argument names an entry the call creates: a ``fresh`` name, or the id a
+        ``creates`` tool gives its new entry (a solver may choose these itself)."""
+        return self.param(param).fresh is not None or (
+            self.creates and param == self.returns.from_param)
+
     def json_schema(self) -> dict[str, Any]:
         """The tool as an OpenAI / Hugging Face function definition."""
-        return function_schema(self.name, self.description, self.params)
+        return function_schema(self.name, self.description, self.params,
+                               [p.name for p in self.params if self.names_new_entry(p.name)])
 
 
 class CodeRef(_Strict):

@@ -44,13 +44,6 @@ def changes_in_place(tool: ToolSpec) -> bool:
     return tool.param(tool.returns.from_param).fresh is None
 
 
-def names_new_entry(tool: ToolSpec, param: str) -> bool:
-    """The argument names an entry the step creates: a ``fresh`` name, or the id a
-    ``creates`` tool gives its new entry (a solver chooses these itself)."""
-    return tool.param(param).fresh is not None or (
-        tool.creates and param == tool.returns.from_param)
-
-
 @dataclass(frozen=True)
 class Flow:
     """How the executed steps of a trace feed each other (indices into ``trace.steps``)."""

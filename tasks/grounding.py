@@ -27,6 +27,7 @@ import json
 import re
 from collections.abc import Sequence
 
+from schemas.ecosystem import NEW_NAME_NOTE
 from schemas.records import Message
 from tasks.markdown import code_spans
 from tasks.shell_names import command_names
@@ -63,6 +64,8 @@ class Visible:
         self.schemas = {t["function"]["name"]: json.dumps(t, sort_keys=True) for t in tools}
         self.spans: list[str] = []
         self.observations: list[str] = []
+        self.own: list[str] = []
+        """Names the agent chose for entries its calls create (see ``new_names``)."""
 
     def see(self, message: Message) -> None:
         """Take in a user message (its code spans) or a tool message (its text)."""
@@ -75,28 +78,47 @@ class Visible:
         """Is an argument value of a call to ``tool`` grounded?"""
         text = value_text(value)
         return (any(appears(text, [s]) for s in self.spans)
-                or appears(text, [self.schemas.get(tool, ""), *self.observations]))
+                or appears(text, [self.schemas.get(tool, ""), *self.observations, *self.own]))
 
     def quote(self, quoted: str) -> bool:
         """May an assistant quote ``quoted`` (in a code span) at this point?"""
-        return quoted in self.spans or appears(quoted, [*self.observations, *self.schemas])
+        return quoted in self.spans or appears(quoted, [*self.observations, *self.schemas,
+                                                        *self.own])
 
     def first_unseen_quote(self, text: str) -> str | None:
         return next((q for q in code_spans(text) if not self.quote(q)), None)
 
 
+def new_names(messages: Sequence[Message], tools: list[dict]) -> list[list[str]]:
+    """Per tool call of a function view, the values it gives parameters whose schema
+    says they name a new entry (``NEW_NAME_NOTE``): names the agent may choose."""
+    chosen = {t["function"]["name"]: {name for name, prop in
+                                      t["function"].get("parameters", {}).get("properties", {}).items()
+                                      if prop.get("description", "").endswith(NEW_NAME_NOTE)}
+              for t in tools}
+    return [[value_text(v) for a, v in json.loads(c.function.arguments).items()
+             if a in chosen.get(c.function.name, ())]
+            for m in messages for c in m.tool_calls or []]
+
+
 def first_ungrounded(messages: Sequence[Message], tools: list[dict],
-                     call_values: Sequence[dict[str, object]] | None = None) -> str | None:
+                     call_values: Sequence[dict[str, object]] | None = None,
+                     chosen: Sequence[Sequence[str]] | None = None) -> str | None:
     """The first value of the conversation that was not visible when used, described in
     one line (message, call and argument named); ``None`` when everything is grounded.
 
-    ``call_values[k]`` replaces the arguments of the k-th tool call (terminal view)."""
+    ``call_values[k]`` replaces the arguments of the k-th tool call (terminal view), and
+    ``chosen[k]`` (default: ``new_names`` of this view) are the names that call gives new
+    entries: the agent's own choice, visible from the message that makes the call on."""
     seen = Visible(tools)
+    chosen = new_names(messages, tools) if chosen is None else chosen
     k = 0
     for turn, m in enumerate(messages):
         if m.role != "assistant":
             seen.see(m)
             continue
+        for j in range(len(m.tool_calls or [])):
+            seen.own.extend(chosen[k + j] if k + j < len(chosen) else ())
         for text, what in ((m.reasoning_content or "", "reasoning"), (m.content, "answer")):
             quoted = seen.first_unseen_quote(text)
             if quoted is not None:

@@ -37,7 +37,7 @@ from schemas.graph import WorkflowGraph
 from schemas.records import InstructionStyle
 from schemas.trace import Trace
 from schemas.verifier import Check
-from tasks.deliverables import flow, names_new_entry
+from tasks.deliverables import flow
 from tasks.failures import StageFailure
 from tasks.markdown import code_spans
 
@@ -98,7 +98,7 @@ def required_literals(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace,
         own = []
         for name, value in st.args.items():
             binding = binds.get(st.step_id, {}).get(name)
-            if i in hidden and names_new_entry(tool, name):
+            if i in hidden and tool.names_new_entry(name):
                 continue
             if (binding is None or binding.kind != "step") and str(value):
                 add(value)

@@ -41,7 +41,7 @@ from schemas.records import (
 )
 from schemas.trace import Observation, Trace
 from tasks.failures import StageFailure
-from tasks.grounding import first_ungrounded
+from tasks.grounding import first_ungrounded, new_names
 from tasks.instruct import Instruction
 from tasks.reasoning import final_answer, template_reasoning
 
@@ -222,10 +222,12 @@ def render_trajectories(eco: Ecosystem, graph: WorkflowGraph, task_id: str, run_
     """Six rows (two views x three supervision modes), every view grounding-checked."""
     rows = []
     now = datetime.now(UTC)
+    chosen: list[list[str]] | None = None  # from the function view, which comes first
     for space in ACTION_SPACES:
         messages, tools, values = conversation(eco, graph, instruction, trace, space, seed,
                                                reasoner)
-        problem = first_ungrounded(messages, tools, values)
+        chosen = new_names(messages, tools) if chosen is None else chosen
+        problem = first_ungrounded(messages, tools, values, chosen)
         if problem is not None:
             raise StageFailure("trajectories", "ungrounded", f"{space} view, {problem}")
         tools_json = json.dumps(tools, sort_keys=True)

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from schemas.records import LLM_SUFFIX, Message
 from tasks.dataset.query import stream_rows
-from tasks.grounding import first_ungrounded
+from tasks.grounding import first_ungrounded, new_names
 from tasks.preserve import Required, missing_literals
 
 REJECTIONS = (("instruct", "not_preserved"), ("instruct", "leaked_answer"),
@@ -79,12 +79,14 @@ def _grounding(con: duckdb.DuckDBPyConnection) -> dict[str, list[int]]:
     task and mode.  Rows stream in shard order, where a task's views are written together,
     so only the views still waiting for their other half are held."""
     out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    calls: dict[tuple[str, str], list[dict]] = {}
+    calls: dict[tuple[str, str], tuple[list, list]] = {}
     waiting: dict[tuple[str, str], list[tuple[str, list[Message], str]]] = defaultdict(list)
 
-    def check(eco: str, messages: list[Message], tools: str, values: list | None) -> None:
+    def check(eco: str, messages: list[Message], tools: str,
+              function_view: tuple[list, list] | None) -> None:
+        values, chosen = function_view or (None, None)
         out[eco][0] += 1
-        out[eco][1] += first_ungrounded(messages, json.loads(tools), values) is None
+        out[eco][1] += first_ungrounded(messages, json.loads(tools), values, chosen) is None
 
     for eco, task_id, space, mode, raw, tools in stream_rows(
             con, "select k.ecosystem, t.task_id, t.action_space, t.supervision, t.messages, "
@@ -98,8 +100,8 @@ def _grounding(con: duckdb.DuckDBPyConnection) -> dict[str, list[int]]:
                 waiting[key].append((eco, messages, tools))
             continue
         check(eco, messages, tools, None)
-        values = [json.loads(c.function.arguments) for m in messages
-                  for c in m.tool_calls or []]
+        values = ([json.loads(c.function.arguments) for m in messages
+                   for c in m.tool_calls or []], new_names(messages, json.loads(tools)))
         if key in waiting:
             for view in waiting.pop(key):
                 check(*view, values)

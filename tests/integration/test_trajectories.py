@@ -13,7 +13,7 @@ from flows.providers import close_run, provider_for
 from schemas.trace import Trace
 from tasks import trajectories as trajectories_module
 from tasks.commands import render_command, render_shell
-from tasks.grounding import first_ungrounded
+from tasks.grounding import first_ungrounded, new_names
 from tasks.plan import plan_candidates
 from tasks.realize import realize
 from tasks.verify import run_verifier
@@ -87,7 +87,9 @@ def test_both_views_show_the_same_observations_and_the_exact_commands(accepted):
             assert _rendered(eco, fn.name, args) == command
         assert first_ungrounded(function.messages, json.loads(function.tools)) is None
         values = [json.loads(fn.arguments) for fn in calls]
-        assert first_ungrounded(terminal.messages, json.loads(terminal.tools), values) is None
+        chosen = new_names(function.messages, json.loads(function.tools))
+        assert first_ungrounded(terminal.messages, json.loads(terminal.tools), values,
+                                chosen) is None
 
 
 def _rendered(eco, name, args):
@@ -110,11 +112,12 @@ def test_service_views_are_grounded_and_replay_in_a_container():
         accepted = [o for o in outcomes if o.task]
         assert len(accepted) >= 4, [o.attempt.detail for o in outcomes if not o.task]
         for o in accepted:
-            terminal = _views(o)["terminal"]["masked"]
+            terminal, function = _views(o)["terminal"]["masked"], _views(o)["function"]["masked"]
             values = [json.loads(c.function.arguments)
-                      for m in _views(o)["function"]["masked"].messages
-                      for c in m.tool_calls or []]
-            assert first_ungrounded(terminal.messages, json.loads(terminal.tools), values) is None
+                      for m in function.messages for c in m.tool_calls or []]
+            chosen = new_names(function.messages, json.loads(function.tools))
+            assert first_ungrounded(terminal.messages, json.loads(terminal.tools), values,
+                                    chosen) is None
             with provider_for(config, RUN_ID).sandbox() as sb:
                 realize(sb, eco, o.task.seed)
                 _replay(sb, [json.loads(c.function.arguments)["command"]
@@ -182,4 +185,4 @@ def test_an_intent_that_drops_a_sampled_value_is_rejected_as_not_preserved(tmp_p
     for o in outcomes:
         if o.task:
             assert all(f"`{lit}`" in o.task.instruction for lit in o.task.instruction_literals)
-            assert o.task.tools[-1] != "quantity_of"
+            assert o.task.tools[-1] != "quantity_of", o.task.instruction
