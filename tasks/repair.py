@@ -56,6 +56,8 @@ class Run:
     repairs: list[Repair] = field(default_factory=list)
     dirty: bool = False
     """The sandbox may differ from the initial state plus the kept steps."""
+    env_changed: bool = False
+    """The environment gained something since the kept steps' discoveries ran."""
 
     @property
     def sandbox(self) -> Sandbox:
@@ -64,8 +66,9 @@ class Run:
     def reset(self) -> None:
         """Bring the sandbox back to the initial state plus the kept steps (checked)."""
         if self.dirty:
-            replay(self.sandbox, self.eco, self.env.initial, self.steps)
-            self.dirty = False
+            self.steps[:] = replay(self.sandbox, self.eco, self.env.initial, self.steps,
+                                   rediscover=self.env_changed)
+            self.dirty = self.env_changed = False
 
     def discovered(self) -> set[str]:
         """The discovery commands run before the kept steps (each runs once)."""
@@ -109,7 +112,7 @@ def provide(run: Run, step: Step, failure: StageFailure) -> Fix | None:
         package = run.eco.spec.image.provides.get(name, name)
         if package in run.env.additions.packages or not run.env.add_package(package):
             return None
-        run.dirty = True
+        run.dirty = run.env_changed = True
         return _fix(run, step, failure, "add_package", f"{package} (for {name})")
     path = relative(run.sandbox, name)
     if path.startswith("../"):
@@ -120,7 +123,7 @@ def provide(run: Run, step: Step, failure: StageFailure) -> Fix | None:
     parent = posixpath.dirname(path)
     if path in outputs and parent and parent not in run.env.additions.dirs:
         run.env.add(dirs=[parent])
-        run.dirty = True
+        run.dirty = run.env_changed = True
         return _fix(run, step, failure, "provide_dir", parent)
     try:
         content = run.eco.provide(path, run.candidate.seed)
@@ -133,7 +136,7 @@ def provide(run: Run, step: Step, failure: StageFailure) -> Fix | None:
     except UnicodeDecodeError:
         return None
     run.env.add(files={path: text})
-    run.dirty = True
+    run.dirty = run.env_changed = True
     return _fix(run, step, failure, "provide_file", f"{path} ({len(content)} bytes)")
 
 

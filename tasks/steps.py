@@ -22,7 +22,7 @@ from schemas.graph import Candidate, Step
 from schemas.records import StageName
 from schemas.trace import Observation, StepTrace
 from tasks.commands import render_command, render_shell
-from tasks.discovery import run_discoveries
+from tasks.discovery import DISCOVERY_TIMEOUT_S, run_discoveries
 from tasks.failures import StageFailure, user_code_failure
 from tasks.normalize import normalize
 from tasks.realize import probe
@@ -177,16 +177,26 @@ def same_observation(a: Observation | ExecResult, b: Observation | ExecResult) -
 
 
 def replay(sandbox: Sandbox, eco: Ecosystem, initial: Snapshot, steps: list[StepTrace],
-           stage: StageName = "execute") -> None:
+           stage: StageName = "execute", rediscover: bool = False) -> list[StepTrace]:
     """Restore ``initial`` and re-run the steps' exact commands; each must reproduce its
-    recorded observation (normalized), else StageFailure ``nondeterministic``."""
+    recorded observation (normalized), else StageFailure ``nondeterministic``.  With
+    ``rediscover`` (the environment changed under the steps, e.g. a provided file), each
+    step's discoveries run again first and the returned steps carry what they show now."""
     sandbox.restore(initial)
+    out = []
     for st in steps:
+        if rediscover and st.discoveries:
+            st = st.model_copy(update={"discoveries": [d.model_copy(update={
+                "observation": Observation(**sandbox.exec(
+                    ["bash", "-c", d.command], timeout=DISCOVERY_TIMEOUT_S).model_dump())})
+                for d in st.discoveries]})
+        out.append(st)
         again = sandbox.exec(["bash", "-c", st.command], timeout=eco.spec.tool(st.tool).timeout_s)
         if not same_observation(again, st.observation):
             raise StageFailure(stage, "nondeterministic",
                                f"{st.step_id} {st.tool}: a second execution prints something "
                                "else or exits differently")
+    return out
 
 
 def relative(sandbox: Sandbox, path: str) -> str:
