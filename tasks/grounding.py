@@ -92,10 +92,11 @@ class Visible:
 def new_names(messages: Sequence[Message], tools: list[dict]) -> list[list[str]]:
     """Per tool call of a function view, the values it gives parameters whose schema
     says they name a new entry (``NEW_NAME_NOTE``): names the agent may choose."""
-    chosen = {t["function"]["name"]: {name for name, prop in
-                                      t["function"].get("parameters", {}).get("properties", {}).items()
-                                      if prop.get("description", "").endswith(NEW_NAME_NOTE)}
-              for t in tools}
+    chosen: dict[str, set[str]] = {}
+    for t in tools:
+        props = t["function"].get("parameters", {}).get("properties", {})
+        chosen[t["function"]["name"]] = {name for name, prop in props.items()
+                                         if prop.get("description", "").endswith(NEW_NAME_NOTE)}
     return [[value_text(v) for a, v in json.loads(c.function.arguments).items()
              if a in chosen.get(c.function.name, ())]
             for m in messages for c in m.tool_calls or []]
