@@ -134,6 +134,17 @@ class Composer:
             return entry, [*changes, self.phrase(i)]
         return self.ref(up), [self.phrase(i)]
 
+    def own_text(self, i: int) -> str:
+        """Step ``i``'s own words: its label and intent with every composed input left
+        out, so a literal found there is the step's own, not one a nested phrase carries."""
+        tool = self._tool(i)
+        args: dict[str, str] = dict(self.trace.steps[i].args)
+        args.update({name: Composed("...") for name in self._folded(i)})
+        sources = [tool.intent]
+        if tool.returns.label or tool.returns.from_param:
+            sources.insert(0, tool.returns.label or "{{ " + str(tool.returns.from_param) + " }}")
+        return " ".join(render_phrase(source, args) for source in sources)
+
     def steps(self, i: int) -> tuple[int, ...]:
         """Step ``i`` and every step whose phrase its own phrase includes, in trace order."""
         seen = {i}

@@ -74,6 +74,9 @@ class Item:
     steps: tuple[int, ...] = ()
     """Every trace step the line describes: ``step`` and the steps composed into it
     (empty: ``step`` alone)."""
+    own: tuple[str, ...] = ()
+    """Per step of ``described``, its own words (``Composer.own_text``); empty: the
+    whole line is each step's own."""
 
     @property
     def described(self) -> tuple[int, ...]:
@@ -134,13 +137,20 @@ def instruction_items(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, rng: r
         if tool.effect == "write" and (not goal or i in steps.listed):
             phrase = composer.phrase(i)
             items.append(Item(composer.label(i), phrase, i, phrase=phrase,
-                              in_place=changes_in_place(tool), steps=composer.steps(i)))
+                              in_place=changes_in_place(tool), steps=composer.steps(i),
+                              own=_own(composer, i)))
         elif tool.effect != "write" and i == len(trace.steps) - 1 and trace.answer is not None:
             phrase = composer.phrase(i)
             fmt = answer_format(tool.returns.parser, rng)
             items.append(Item(f"`{eco.spec.answer_file}`", f"{phrase}, {fmt}", i, answer=True,
-                              phrase=phrase, steps=composer.steps(i)))
+                              phrase=phrase, steps=composer.steps(i), own=_own(composer, i)))
     return items
+
+
+def _own(composer: Composer, i: int) -> tuple[str, ...]:
+    """Own words of each step line ``i`` describes (none when nothing is composed)."""
+    steps = composer.steps(i)
+    return tuple(composer.own_text(j) for j in steps) if len(steps) > 1 else ()
 
 
 def _pick(rng: random.Random, pool: dict[str, str]) -> tuple[str, str]:

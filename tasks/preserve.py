@@ -69,6 +69,10 @@ class DescribedStep(Protocol):
     def described(self) -> tuple[int, ...]:
         """Every trace step the line describes."""
 
+    @property
+    def own(self) -> tuple[str, ...]:
+        """Per described step, its own words; empty when the line is each step's own."""
+
 
 def answer_essential(spec: EcosystemSpec, trace: Trace) -> str | None:
     """The format wording an answer-ending task's instruction must keep (else ``None``)."""
@@ -142,10 +146,13 @@ def check_items_preserved(items: Sequence[DescribedStep], required: Required,
     missing from that line and from the ``context`` paragraph."""
     shared = set(code_spans(context))
     for item in items:
-        spans = shared | set(code_spans(f"{item.target} {item.text}"))
-        own = [lit for i in item.described if i < len(required.by_step)
-               for lit in required.by_step[i]]
-        for literal in own:
-            if literal not in spans:
-                raise StageFailure("instruct", "not_preserved",
-                                   f"the line for {item.target} lacks `{literal}`")
+        line = shared | set(code_spans(f"{item.target} {item.text}"))
+        texts = item.own
+        for k, i in enumerate(item.described):
+            # a composed line: each step's literals also in its own words, not only in a
+            # nested phrase of another step
+            own = shared | set(code_spans(texts[k])) if texts else line
+            for literal in required.by_step[i] if i < len(required.by_step) else ():
+                if literal not in line or literal not in own:
+                    raise StageFailure("instruct", "not_preserved",
+                                       f"the line for {item.target} lacks `{literal}`")
