@@ -114,19 +114,26 @@ def answer_format(parser: str, rng: random.Random) -> str:
 
 
 def instruction_items(eco: Ecosystem, trace: Trace, rng: random.Random) -> list[Item]:
-    """Every write step's output, then the answer of a final read step."""
+    """Every write step's output, then the answer of a final read step.  A value an
+    earlier lookup printed is explained where a later step uses it."""
     items = []
+    observed: dict[str, str] = {}
     for i, st in enumerate(trace.steps):
         tool = eco.spec.tool(st.tool)
         phrase = render_phrase(tool.intent, st.args)
+        notes = [f"`{v}` is {observed[v]}" for v in dict.fromkeys(st.args.values())
+                 if v in observed]
+        text = phrase + (f" ({'; '.join(notes)})" if notes else "")
         if tool.effect == "write":
             label = tool.returns.label or "{{ " + str(tool.returns.from_param) + " }}"
-            items.append(Item(render_phrase(label, st.args), phrase, i, phrase=phrase,
+            items.append(Item(render_phrase(label, st.args), text, i, phrase=phrase,
                               in_place=_changes_in_place(tool)))
         elif i == len(trace.steps) - 1 and trace.answer is not None:
             fmt = answer_format(tool.returns.parser, rng)
-            items.append(Item(f"`{eco.spec.answer_file}`", f"{phrase}, {fmt}", i, answer=True,
+            items.append(Item(f"`{eco.spec.answer_file}`", f"{text}, {fmt}", i, answer=True,
                               phrase=phrase))
+        else:
+            observed[str(st.output)] = phrase
     return items
 
 
