@@ -154,3 +154,35 @@ def test_wording_varies_and_no_phrasing_dominates():
         assert max(counts.values()) / len(rendered) <= 0.2, counts.most_common(3)
     openings = Counter(" ".join(r.text.split()[:5]) for r in rendered)
     assert max(openings.values()) / len(rendered) <= 0.2
+
+
+@pytest.mark.parametrize("style", ["goal", "step"])
+def test_a_looked_up_value_is_explained_where_a_later_step_uses_it(style):
+    """A lookup inside the graph gets no line of its own; the line of the step that takes
+    its value says what the value is, with the lookup's own literals, so they are kept."""
+    sql = load_ecosystem("sql")
+    graph = WorkflowGraph(ecosystem="sql", shape="chain", steps=[
+        Step(id="s1", tool="top_spender", bind={
+            "db": Binding(kind="state", value="shop.db"),
+            "status": Binding(kind="sample", facet="order_status")}),
+        Step(id="s2", tool="customer_orders", bind={
+            "db": Binding(kind="state", value="shop.db"),
+            "customer": Binding(kind="step", step="s1"),
+            "out": Binding(kind="literal", value="customer_orders")}),
+    ])
+    lookup = _step("s1", "top_spender", {"db": "shop.db", "status": "shipped"}, stdout="17\n")
+    trace = Trace(steps=[
+        lookup.model_copy(update={"output": 17, "output_type": "sql.customer_id"}),
+        _step("s2", "customer_orders", {"db": "shop.db", "customer": "17",
+                                        "out": "customer_orders"}),
+    ])
+    checks = [Check(kind="state", section="tables", key="customer_orders", expected="x")]
+    required = required_literals(sql.spec, graph, trace, checks)
+    assert "shipped" in required.spans and "17" not in required.spans
+    instruction = render_instruction(sql, graph, trace, seed=3, style=style)
+    check_preserved(instruction.text, required)
+    check_items_preserved(instruction.items, required, sql.spec.context)
+    [item] = instruction.items
+    assert item.step == 1
+    assert "(`17` is the customer_id of the customer whose orders with status `shipped`" \
+        in item.text
