@@ -36,7 +36,7 @@ from schemas.graph import Binding, Candidate, Step, WorkflowGraph
 MAX_REPLANS = 25
 DEFAULT_DEPTH_WEIGHTS: dict[int, float] = {1: 1, 2: 2, 3: 3, 4: 3, 5: 2, 6: 2, 7: 1, 8: 1}
 SHAPE_WEIGHTS = {"chain": 4, "fan_out": 2, "fan_in": 2, "diamond": 2}
-LOOKUP_SHARE = 0.7
+LOOKUP_SHARE = 0.85
 """Chance that a graph starts with a lookup when one can start it."""
 
 
