@@ -23,6 +23,8 @@ Compare = Literal["exact", "text", "lines_unordered", "csv", "csv_unordered", "j
 Backend = Literal["docker", "local"]
 
 SCALAR_TYPES = ("int", "number", "text")
+VALUE_PARSERS = ("int", "text")
+"""Parsers whose output is one value, the kind a read tool's typed output can pass on."""
 
 
 def type_satisfies(value_type: str, param_type: str) -> bool:
@@ -185,6 +187,14 @@ class ToolSpec(_Strict):
         ``creates`` tool gives its new entry (a solver may choose these itself)."""
         return self.param(param).fresh is not None or (
             self.creates and param == self.returns.from_param)
+
+    @property
+    def observes_value(self) -> bool:
+        """A read whose stdout is one value of a non-scalar type (a ticket id, a commit, a
+        path...): a later step may take what it really printed as a typed input."""
+        root = self.returns.type.split(".")[0]
+        return (self.effect == "read" and self.returns.parser in VALUE_PARSERS
+                and root not in SCALAR_TYPES)
 
     def json_schema(self) -> dict[str, Any]:
         """The tool as an OpenAI / Hugging Face function definition."""

@@ -1,4 +1,5 @@
-"""Diversity of a planned batch: distinct structures, tool coverage, depths and shapes."""
+"""Diversity of a planned batch: distinct structures, tool coverage, depths, shapes and the
+share of multi-step graphs in which a step takes a value a read observed."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pydantic import BaseModel
 
 from environments.ecosystems import Ecosystem
 from schemas.graph import Candidate
+from tasks.plan import consumes_observed
 
 
 class DiversityReport(BaseModel):
@@ -21,15 +23,24 @@ class DiversityReport(BaseModel):
     tool_uses: dict[str, int]
     depth_histogram: dict[int, int]
     shapes: dict[str, int]
+    multi_step: int = 0
+    """Graphs of two or more steps."""
+    observed: int = 0
+    """Of those, graphs in which a step takes a value a read step printed."""
 
     @property
     def distinct_share(self) -> float:
         return self.distinct_fingerprints / max(1, self.graphs)
 
+    @property
+    def observed_share(self) -> float:
+        return self.observed / max(1, self.multi_step)
+
 
 def diversity(eco: Ecosystem, candidates: list[Candidate], replanned: int) -> DiversityReport:
     uses = Counter(s.tool for c in candidates for s in c.graph.steps)
     names = [t.name for t in eco.spec.tools]
+    multi = [c.graph for c in candidates if len(c.graph.steps) > 1]
     return DiversityReport(
         ecosystem=eco.name, graphs=len(candidates),
         distinct_fingerprints=len({c.graph.fingerprint() for c in candidates}),
@@ -37,7 +48,8 @@ def diversity(eco: Ecosystem, candidates: list[Candidate], replanned: int) -> Di
         tools_total=len(names), unused_tools=[n for n in names if not uses[n]],
         tool_uses={n: uses[n] for n in names},
         depth_histogram=dict(sorted(Counter(c.graph.depth for c in candidates).items())),
-        shapes=dict(sorted(Counter(c.graph.shape for c in candidates).items())))
+        shapes=dict(sorted(Counter(c.graph.shape for c in candidates).items())),
+        multi_step=len(multi), observed=sum(consumes_observed(g, eco) for g in multi))
 
 
 def format_report(r: DiversityReport) -> str:
@@ -49,6 +61,8 @@ def format_report(r: DiversityReport) -> str:
         f"tool coverage: {r.tools_used}/{r.tools_total}"
         + (f" (unused: {', '.join(r.unused_tools)})" if r.unused_tools else ""),
         "shapes: " + ", ".join(f"{k} {v}" for k, v in r.shapes.items()),
+        f"observed values: {r.observed} of {r.multi_step} multi-step graphs "
+        f"({100 * r.observed_share:.1f}%) have a step that takes a value a read printed",
         "depth histogram:",
     ]
     for depth, n in r.depth_histogram.items():

@@ -127,24 +127,35 @@ def instruction_items(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, rng: r
                       style: InstructionStyle = "spec",
                       checks: Sequence[Check] = ()) -> list[Item]:
     """The write steps' outputs (goal: the listed ones, composed; else every one), then
-    the answer of a final read step."""
+    the answer of a final read step.  Outside goal style, a value an earlier lookup
+    printed is explained where a later step uses it."""
     steps = flow(eco.spec, graph, trace, checks)
     goal = style == "goal"
     composer = Composer(eco.spec, trace, steps, compose=goal)
     items = []
     for i, st in enumerate(trace.steps):
         tool = eco.spec.tool(st.tool)
+        phrase = composer.phrase(i)
+        text = phrase if goal else phrase + _observed_note(composer, steps.ups[i])
         if tool.effect == "write" and (not goal or i in steps.listed):
-            phrase = composer.phrase(i)
-            items.append(Item(composer.label(i), phrase, i, phrase=phrase,
+            items.append(Item(composer.label(i), text, i, phrase=phrase,
                               in_place=changes_in_place(tool), steps=composer.steps(i),
                               own=_own(composer, i)))
         elif tool.effect != "write" and i == len(trace.steps) - 1 and trace.answer is not None:
-            phrase = composer.phrase(i)
             fmt = answer_format(tool.returns.parser, rng)
-            items.append(Item(f"`{eco.spec.answer_file}`", f"{phrase}, {fmt}", i, answer=True,
+            items.append(Item(f"`{eco.spec.answer_file}`", f"{text}, {fmt}", i, answer=True,
                               phrase=phrase, steps=composer.steps(i), own=_own(composer, i)))
     return items
+
+
+def _observed_note(composer: Composer, ups: dict[str, int]) -> str:
+    """`` (`12` is the id of ...)`` for each input bound to an earlier read's value."""
+    notes: dict[str, str] = {}
+    for u in ups.values():
+        if composer.spec.tool(composer.trace.steps[u].tool).effect != "write":
+            value = composer.trace.steps[u].output
+            notes.setdefault(str(value), f"`{value}` is {composer.phrase(u)}")
+    return f" ({'; '.join(notes.values())})" if notes else ""
 
 
 def _own(composer: Composer, i: int) -> tuple[str, ...]:

@@ -11,9 +11,13 @@ distribution and a shape, then assigns tools by semantic type:
 
 Typed inputs bind to an upstream output of a compatible type or to a state file of a
 compatible type; content-dependent literals are ``sample`` bindings resolved at execution
-time from what is really in the sandbox; new names are ``fresh`` literals.  Read tools
-only end a graph (their output is the answer).  A shape that the ecosystem's tools cannot
-form falls back to a chain.  Duplicate fingerprints within a run are re-planned.
+time from what is really in the sandbox; new names are ``fresh`` literals.  A read tool
+ends a graph (its output is the answer) unless it is a lookup (``observes_value``: one
+typed value, such as a ticket id or a commit): a lookup may also start or sit inside a
+graph when a later write takes its output, which execution passes on as the value the
+lookup really printed.  Where lookups can start a graph, the planner starts with one
+with probability :data:`LOOKUP_SHARE`.  A shape that the ecosystem's tools cannot form
+falls back to a chain.  Duplicate fingerprints within a run are re-planned.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from schemas.graph import Binding, Candidate, Step, WorkflowGraph
 MAX_REPLANS = 25
 DEFAULT_DEPTH_WEIGHTS: dict[int, float] = {1: 1, 2: 2, 3: 3, 4: 3, 5: 2, 6: 2, 7: 1, 8: 1}
 SHAPE_WEIGHTS = {"chain": 4, "fan_out": 2, "fan_in": 2, "diamond": 2}
+LOOKUP_SHARE = 0.85
+"""Chance that a graph starts with a lookup when one can start it."""
 
 
 class PlanningError(RuntimeError):
@@ -71,6 +77,12 @@ def in_place(tool: ToolSpec) -> bool:
     if tool.effect != "write" or not tool.returns.from_param or tool.creates:
         return False
     return tool.param(tool.returns.from_param).fresh is None
+
+
+def consumes_observed(graph: WorkflowGraph, eco: Ecosystem) -> bool:
+    """Some step takes as input the value a read step printed (an observed value)."""
+    reads = {s.id for s in graph.steps if eco.spec.tool(s.tool).effect == "read"}
+    return any(b.kind == "step" and b.step in reads for s in graph.steps for b in s.bind.values())
 
 
 def fresh_name(template: str, taken: set[str]) -> str:
@@ -145,13 +157,17 @@ class _Builder:
         self.names.add(name)
         return name
 
-    def consumers(self, step_id: str, writes_only: bool, fresh_only: bool = False
-                  ) -> list[tuple[ToolSpec, str]]:
-        """(tool, param) pairs that can consume ``step_id``'s output."""
+    def consumers(self, step_id: str, writes_only: bool, fresh_only: bool = False,
+                  lookups: bool = False) -> list[tuple[ToolSpec, str]]:
+        """(tool, param) pairs that can consume ``step_id``'s output; with ``writes_only``,
+        reads only when ``lookups`` and a write can take their value in turn."""
         out = []
         producer = next(s.tool for s in self.steps if s.id == step_id)
         for tool in self.eco.spec.tools:
-            if (writes_only and tool.effect != "write") or (fresh_only and in_place(tool)):
+            if fresh_only and in_place(tool):
+                continue
+            if writes_only and tool.effect != "write" and not (
+                    lookups and self.feeds(tool, fresh_only)):
                 continue
             if tool.name == producer or tool.related_inputs:
                 continue  # the same tool on its own output adds nothing
@@ -160,16 +176,31 @@ class _Builder:
                     out.append((tool, p.name))
         return out
 
+    def feeds(self, tool: ToolSpec, fresh_only: bool = False) -> bool:
+        """``tool`` is a lookup whose value some other write could take right after it."""
+        if not tool.observes_value:
+            return False
+        self.out_type["?"] = tool.returns.type
+        try:
+            return any(
+                c.effect == "write" and c.name != tool.name and not c.related_inputs
+                and not (fresh_only and in_place(c))
+                and any(p.typed and self.can_bind(c, {p.name: "?"}) for p in c.params)
+                for c in self.eco.spec.tools)
+        finally:
+            del self.out_type["?"]
+
     def extend(self, step_id: str, length: int, may_end_in_read: bool,
                fresh_only: bool = False) -> str:
         """Grow a chain of up to ``length`` steps after ``step_id``; returns the last step.
 
-        Only the final step may be a read (and only when ``may_end_in_read``)."""
+        Only the final step may be a plain read (and only when ``may_end_in_read``); a
+        lookup may come earlier, since a write can take its value next."""
         last = step_id
         for i in range(length):
             final = i == length - 1
             options = self.consumers(last, writes_only=not (final and may_end_in_read),
-                                     fresh_only=fresh_only)
+                                     fresh_only=fresh_only, lookups=not final)
             if not options:
                 break
             tool, pname = _pick_tool_first(self, options)
@@ -187,8 +218,18 @@ def _pick_tool_first(b: _Builder, options: list[tuple[ToolSpec, str]]
 
 
 def _starters(b: _Builder, writes_only: bool) -> list[ToolSpec]:
+    """Tools that can run first; with ``writes_only``, writes and lookups a write can
+    follow."""
     return [t for t in b.eco.spec.tools if not t.related_inputs
-            and (t.effect == "write" or not writes_only) and b.can_bind(t, {})]
+            and (t.effect == "write" or not writes_only or b.feeds(t)) and b.can_bind(t, {})]
+
+
+def _pick_start(b: _Builder, tools: list[ToolSpec]) -> ToolSpec:
+    """A first tool, a lookup with probability :data:`LOOKUP_SHARE` when there is one."""
+    lookups = [t for t in tools if t.observes_value]
+    if lookups and b.rng.random() < LOOKUP_SHARE:
+        tools = lookups
+    return _pick_tool_first(b, [(t, "") for t in tools])[0]
 
 
 def _joins(b: _Builder, related: bool) -> list[tuple[ToolSpec, list[str]]]:
@@ -204,9 +245,10 @@ def _joins(b: _Builder, related: bool) -> list[tuple[ToolSpec, list[str]]]:
 
 def _chain(b: _Builder, depth: int) -> None:
     starters = _starters(b, writes_only=depth > 1) or _starters(b, writes_only=False)
-    tool, _ = _pick_tool_first(b, [(t, "") for t in starters])
+    tool = _pick_start(b, starters) if depth > 1 else _pick_tool_first(
+        b, [(t, "") for t in starters])[0]
     first = b.add(tool, {})
-    if tool.effect == "write":
+    if depth > 1 and (tool.effect == "write" or tool.observes_value):
         b.extend(first, depth - 1, may_end_in_read=True)
 
 
@@ -214,7 +256,7 @@ def _fan_out(b: _Builder, depth: int) -> bool:
     roots = _starters(b, writes_only=True)
     if not roots or depth < 2:
         return False
-    root = b.add(_pick_tool_first(b, [(t, "") for t in roots])[0], {})
+    root = b.add(_pick_start(b, roots), {})
     branches = b.rng.choice([2, 3])
     if len(b.consumers(root, writes_only=True, fresh_only=True)) < 2:
         return False
@@ -270,7 +312,7 @@ def _diamond(b: _Builder, depth: int) -> bool:
     roots = _starters(b, writes_only=True)
     if depth < 3 or not roots:
         return False
-    root = b.add(_pick_tool_first(b, [(t, "") for t in roots])[0], {})
+    root = b.add(_pick_start(b, roots), {})
     return _join_over(b, depth - 3, root, 0)
 
 

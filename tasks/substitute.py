@@ -7,7 +7,8 @@ to (an upstream output or a state value, by type), else to another state value o
 compatible type that the graph does not use.  Sampled inputs are drawn at execution
 time; fresh outputs get new names.  A tool that changes a value in place replaces a step
 only when that value is an upstream step's output (never a seeded value other steps may
-read); tools that need related inputs are never replacements.
+read); tools that need related inputs are never replacements.  A lookup (one observed value)
+is replaced only by a lookup, and a plain read only by a plain read.
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ def substitutes(eco: Ecosystem, candidate: Candidate, graph: WorkflowGraph,
     options = []
     for other in eco.spec.tools:
         if other.name == tool.name or other.effect != tool.effect or other.related_inputs \
-                or not type_satisfies(other.returns.type, tool.returns.type):
+                or not type_satisfies(other.returns.type, tool.returns.type) \
+                or other.observes_value != tool.observes_value:
             continue
         bind = _bind(other, pool, spare, set(taken))
         if bind is None or (in_place(other) and bind[str(other.returns.from_param)].kind

@@ -12,6 +12,12 @@ Three kinds of module, typed as protocols below:
 - the **shortcut module** (``shortcuts``): ``empty(key, expected)`` and
   ``fill(key, expected, literals)``, each a shell command or None.
 
+The YAML side has one contract of its own that code relies on: a read tool with a value
+output (``ToolSpec.observes_value``: parser ``int`` or ``text``, a non-scalar type) prints
+exactly one value, deterministic for the state (ties rejected by its ``ambiguity_check``
+or broken by a rule its intent states), which later steps take as a typed input
+(docs/ecosystem-reference.md, "Value outputs").
+
 A user's folder is imported in worker processes, so the check works on the signatures a
 worker reports (:data:`Shapes`, made by ``worker.signature_shape``) rather than on the
 functions themselves.  A mismatch raises :class:`ContractError`, one line naming the file

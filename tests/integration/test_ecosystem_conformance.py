@@ -4,7 +4,7 @@ tests/fixtures/ecosystems, on each backend the ecosystem supports.
 - the seed is deterministic (same seed, same bytes) and its layout lists what it writes;
 - the probe prints canonical JSON (``{section: {key: value}}``, sorted keys, no spaces)
   and prints the same twice;
-- every tool runs once on a seeded sandbox and its output parses;
+- every tool runs once on a seeded sandbox and its output parses (a lookup's, one value);
 - every sampler returns a string drawn from what it was given (the file bound to its
   ``of``, or the probe state), the same one for the same random generator;
 - every write tool changes exactly what it declares: its declared entry changes, and no
@@ -13,7 +13,8 @@ tests/fixtures/ecosystems, on each backend the ecosystem supports.
 Fixtures that are broken on purpose say so here: ``BROKEN_TOOLS`` lists each tool that
 must fail and how, ``SEED_FAILS`` the ecosystems whose seed fails for some seeds (that
 check is an expected failure), ``NEW_VALUE_SAMPLERS`` the samplers that invent a value (a
-new title, a commit message, an amount) instead of picking one from the state.  One
+new title, a commit message, an amount) instead of picking one from the state,
+``DERIVED_SAMPLERS`` those that pick one in a derived form (lowercased, comma-joined).  One
 sandbox per ecosystem and backend (each seed realized from the snapshot of its empty
 workspace); the docker backend needs the engine and the base image.
 """
@@ -66,6 +67,22 @@ NEW_VALUE_SAMPLERS = {
                 "comment_body"},
     "inventory": {"units"},
 }
+
+DERIVED_SAMPLERS: dict[str, dict[str, str]] = {
+    "service": {"search_word": "lowercase"},
+    "sql": {"join_columns": "comma_joined"},
+}
+"""Samplers whose value is drawn from their input in a derived form: ``lowercase`` (a
+word of the input, lowercased), ``comma_joined`` (names of the input joined by commas)."""
+
+
+def _drawn_from(value: str, text: str, form: str | None) -> bool:
+    """``value`` is in ``text`` as it is, or in the derived ``form`` its sampler declares."""
+    if form == "lowercase":
+        return value in text.lower()
+    if form == "comma_joined":
+        return all(part and part in text for part in value.split(","))
+    return value in text
 
 
 def _supports(name: str, backend: str) -> bool:
@@ -178,6 +195,9 @@ def test_every_tool_runs_once_and_its_output_parses(exercised: _Exercised, name:
         run = exercise.runs[tool.name]
         if run.failure is None and tool.effect == "read":
             assert run.output is not None and not isinstance(run.output, bytes), tool.name
+        if run.failure is None and tool.observes_value:  # one value a later step can take
+            value = str(run.output)
+            assert value and value == value.strip() and "\n" not in value, (tool.name, value)
 
 
 @pytest.mark.parametrize("name,backend", COMBOS)
@@ -190,7 +210,9 @@ def test_every_sampler_draws_from_what_it_is_given(exercised: _Exercised, name: 
     for s in drawn:
         assert isinstance(s.value, str) and s.value, (s.facet, s.value)
         if s.facet not in NEW_VALUE_SAMPLERS.get(name, set()):
-            assert s.value in s.text, f"{s.facet} drew {s.value!r}, which is not in its input"
+            form = DERIVED_SAMPLERS.get(name, {}).get(s.facet)
+            assert _drawn_from(s.value, s.text, form), \
+                f"{s.facet} drew {s.value!r}, which is not in its input"
     for facet in sorted({s.facet for s in drawn}):
         content = next(s.content for s in drawn if s.facet == facet)
         draws = []

@@ -376,3 +376,39 @@ def test_an_intermediate_entry_a_deliverable_names_is_delivered_too():
     without = render_instruction(service, graph, trace, seed=0)  # nothing names it
     assert [i.target for i in without.items] == ["ticket `29`"]
     assert "a new subtask of a new ticket titled `Parent`" in without.items[0].text
+
+
+@pytest.mark.parametrize("style", ["goal", "spec", "step"])
+def test_a_looked_up_value_is_explained_where_a_later_step_uses_it(style):
+    """A lookup inside the graph gets no line of its own.  The line of the step that takes
+    its value names it by the lookup's phrase (goal) or says what the value is (spec,
+    step), with the lookup's own literals, so they are kept."""
+    sql = load_ecosystem("sql")
+    graph = WorkflowGraph(ecosystem="sql", shape="chain", steps=[
+        Step(id="s1", tool="top_spender", bind={
+            "db": Binding(kind="state", value="shop.db"),
+            "status": Binding(kind="sample", facet="order_status")}),
+        Step(id="s2", tool="customer_orders", bind={
+            "db": Binding(kind="state", value="shop.db"),
+            "customer": Binding(kind="step", step="s1"),
+            "out": Binding(kind="literal", value="customer_orders")}),
+    ])
+    lookup = _step("s1", "top_spender", {"db": "shop.db", "status": "shipped"}, stdout="17\n")
+    trace = Trace(steps=[
+        lookup.model_copy(update={"output": 17, "output_type": "sql.customer_id"}),
+        _step("s2", "customer_orders", {"db": "shop.db", "customer": "17",
+                                        "out": "customer_orders"}),
+    ])
+    checks = [Check(kind="state", section="tables", key="customer_orders", expected="x")]
+    required = required_literals(sql.spec, graph, trace, checks)
+    assert "shipped" in required.spans and "17" not in required.spans
+    instruction = render_instruction(sql, graph, trace, seed=3, style=style, checks=checks)
+    check_preserved(instruction.text, required)
+    check_items_preserved(instruction.items, required, sql.spec.context)
+    [item] = instruction.items
+    assert item.step == 1
+    lookup_phrase = "the customer_id of the customer whose orders with status `shipped`"
+    if style == "goal":
+        assert "`17`" not in item.text and lookup_phrase in item.text
+    else:
+        assert f"(`17` is {lookup_phrase}" in item.text

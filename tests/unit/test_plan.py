@@ -8,9 +8,11 @@ from hypothesis import strategies as st
 
 from environments.ecosystems import builtin_names, load_ecosystem
 from schemas.ecosystem import type_satisfies
+from tasks.diversity import diversity, format_report
 from tasks.plan import (
     DEFAULT_DEPTH_WEIGHTS,
     candidate_seed,
+    consumes_observed,
     parse_depth_weights,
     plan_candidates,
     plan_graph,
@@ -27,8 +29,11 @@ def assert_satisfiable(eco, graph, seed, max_depth):
     for i, step in enumerate(graph.steps):
         tool = eco.spec.tool(step.tool)
         assert set(step.bind) == {p.name for p in tool.params}
-        if tool.effect == "read":
-            assert i == len(graph.steps) - 1, "a read step must end the graph"
+        if tool.effect == "read" and i < len(graph.steps) - 1:
+            assert tool.observes_value, "only a lookup may be read before the last step"
+            assert any(b.kind == "step" and b.step == step.id
+                       for later in graph.steps[i + 1:] for b in later.bind.values()), \
+                "a lookup inside a graph feeds a later step"
         for p in tool.params:
             b = step.bind[p.name]
             if p.sample:
@@ -93,3 +98,21 @@ def test_layout_matches_generated_paths():
     for eco in ECOSYSTEMS.values():
         for seed in range(20):
             assert eco.state_paths(seed) == sorted(eco.seed_state(seed))
+
+
+@pytest.mark.parametrize("name", sorted(ECOSYSTEMS))
+def test_lookups_feed_later_steps_in_most_multi_step_graphs(name):
+    """Every built-in has lookups; the planner puts them first or in the middle, where a
+    later step takes their value, in most multi-step graphs, and the report says so."""
+    eco = ECOSYSTEMS[name]
+    assert sum(t.observes_value for t in eco.spec.tools) >= 2
+    candidates, stats = plan_candidates(eco, 300, 11)
+    mid = [c.graph for c in candidates
+           if any(eco.spec.tool(s.tool).effect == "read" for s in c.graph.steps[:-1])]
+    assert mid, "no graph reads something before its last step"
+    report = diversity(eco, candidates, stats.duplicates_replanned)
+    multi = [c.graph for c in candidates if len(c.graph.steps) > 1]
+    assert report.multi_step == len(multi)
+    assert report.observed == sum(consumes_observed(g, eco) for g in multi)
+    assert report.observed_share > 0.5
+    assert f"observed values: {report.observed} of {report.multi_step}" in format_report(report)

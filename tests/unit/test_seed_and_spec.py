@@ -43,8 +43,8 @@ def test_user_folder_loads(eco_copy):
 
 
 @pytest.mark.parametrize("old,new,field", [
-    ("parser: int}", "parser: integer}", "tools.1 (count_matches).returns.parser"),
-    ("command: wc -l < {{ path }}", "", "tools.3 (count_lines).command"),
+    ("parser: int}", "parser: integer}", "tools.{count_matches} (count_matches).returns.parser"),
+    ("command: wc -l < {{ path }}", "", "tools.{count_lines} (count_lines).command"),
     ("facet: token, of: path}", "facet: nosuch, of: path}", "sample.facet"),
     ("effect: read", "effect: sometimes", "effect"),
 ])
@@ -54,7 +54,7 @@ def test_malformed_spec_names_file_and_field(eco_copy, old, new, field):
         load_ecosystem(str(eco_copy))
     message = str(err.value)
     assert str(eco_copy / "ecosystem.yaml") in message
-    assert field in message
+    assert field.format(**{t.name: i for i, t in enumerate(FILES.spec.tools)}) in message
     assert "\n" not in message
 
 

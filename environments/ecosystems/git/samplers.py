@@ -342,3 +342,8 @@ def remove_message(state: dict, rng: random.Random, path: str = "", **_: str) ->
 
 def tag_message(state: dict, rng: random.Random, **_: str) -> str:
     return f"Candidate build: {_fake_text(rng, lambda f: f.catch_phrase().lower())}"
+
+
+def main_path(state: dict, rng: random.Random, **_: str) -> str:
+    """A file on ``main``, preferring one that several commits changed."""
+    return ref_path(state, rng, ref="main")

@@ -341,3 +341,8 @@ def insert_values(content: dict, rng: random.Random, table: str = "", columns: s
             raise LookupError(f"cannot write a value for {table}.{c}")
         values.append(value)
     return SEPARATOR.join(values)
+
+
+def order_status(content: dict, rng: random.Random, **_: str) -> str:
+    """A status some orders have (three or more when possible), but not all."""
+    return filter_value(content, rng, table="orders", column="status")

@@ -1,0 +1,49 @@
+"""Observed values on the real engine: a lookup's output binds a later step's typed input,
+and the later call receives exactly what the lookup printed in the sandbox."""
+
+import os
+
+import pytest
+
+from environments.docker.config import DockerConfig
+from flows.candidate import build_candidate, ecosystem
+from flows.providers import close_run
+from schemas.trace import Trace
+from tasks.plan import consumes_observed, plan_candidates
+
+pytestmark = pytest.mark.docker
+RUN = f"itest-observed-{os.getpid()}"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_run():
+    yield
+    close_run(RUN)
+
+
+@pytest.mark.parametrize("name", ["files", "git", "service", "sql"])
+def test_a_later_step_receives_the_value_a_lookup_printed(name):
+    eco = ecosystem(name)
+    candidates, _ = plan_candidates(eco, 40, 3, {2: 1.0, 3: 1.0})
+    observing = [c for c in candidates if consumes_observed(c.graph, eco)]
+    assert observing, "the planner made no graph that consumes an observed value"
+    for candidate in observing[:4]:
+        outcome = build_candidate(candidate, name, DockerConfig(), RUN)
+        if outcome.task is None:
+            continue
+        trace = Trace.model_validate_json(outcome.task.trace_json)
+        ran = {st.step_id: st for st in trace.steps}
+        graph = {s.id: s for s in candidate.graph.steps}
+        checked = 0
+        for st in trace.steps:
+            for pname, b in graph[st.step_id].bind.items():
+                up = ran.get(b.step or "")
+                if b.kind != "step" or up is None or not eco.spec.tool(up.tool).observes_value:
+                    continue
+                printed = up.observation.stdout.strip()
+                assert printed and st.args[pname] == printed == str(up.output)
+                assert printed in st.command
+                checked += 1
+        assert checked, "no executed step took a looked-up value"
+        return
+    pytest.fail(f"none of {len(observing[:4])} observing {name} candidates was accepted")
