@@ -12,7 +12,8 @@ step stays its value (the instruction names that entry).  A composed in-place ch
 named as the entry it changes followed by ``(after: <change>; then <change>)``, unless
 its intent already names the entry.  Two rules keep nested phrases readable: a noun that
 only announces a value (``ticket`` in "subtask of ticket {{ ticket }}", when the
-consumed step's label starts with it) is dropped before a composed value, and a new
+consumed step's label starts with it or the composed phrase names it: "the open ticket
+with the most comments") is dropped before a composed value, and a new
 entry is named by its intent up to the first ``": "`` when only fixed wording (its
 defaults) follows.
 """
@@ -61,6 +62,18 @@ def _without_nouns(source: str, nouns: dict[str, str]) -> str:
     return source
 
 
+_FUNCTION_WORDS = frozenset({
+    "a", "an", "and", "as", "at", "by", "for", "from", "in", "into", "is", "its", "of",
+    "on", "or", "over", "than", "that", "the", "to", "under", "whose", "with",
+})
+
+
+def _noun_before(source: str, param: str) -> str | None:
+    """The noun just before ``{{ param }}`` in ``source`` (not a function word), if any."""
+    m = re.search(rf"(\w+) \{{\{{\s*{re.escape(param)}\s*\}}\}}", source)
+    return m.group(1) if m and m.group(1).lower() not in _FUNCTION_WORDS else None
+
+
 def _names(tool: ToolSpec, param: str) -> bool:
     return re.search(r"\{\{\s*" + re.escape(param) + r"\s*\}\}", tool.intent) is not None
 
@@ -76,25 +89,40 @@ class Composer:
         return self.spec.tool(self.trace.steps[i].tool)
 
     def _folded(self, i: int) -> dict[str, int]:
-        """Inputs of step ``i`` rendered as an earlier step's phrase."""
+        """Inputs of step ``i`` rendered as an earlier step's phrase: those bound to an
+        unlisted step, and those bound to a listed one whose own entry is named by a
+        phrase (a looked-up ticket changed twice)."""
         if not self.compose:
             return {}
-        return {n: u for n, u in self.flow.ups[i].items() if u not in self.flow.listed}
+        return {n: u for n, u in self.flow.ups[i].items()
+                if u not in self.flow.listed or self._named_by_phrase(u)}
+
+    def _named_by_phrase(self, i: int) -> bool:
+        return str(self._tool(i).returns.from_param) in self._folded(i)
+
+    def _name(self, u: int) -> str:
+        """How a consumer names step ``u``'s result: a listed entry by its label (its
+        change is a line of its own), anything else by what it is."""
+        return self.label(u) if u in self.flow.listed else self.ref(u)
 
     def args(self, i: int) -> dict[str, str]:
-        """Step ``i``'s arguments, those bound to an unlisted step as its phrase."""
+        """Step ``i``'s arguments, those bound to a folded step as its phrase."""
         args: dict[str, str] = dict(self.trace.steps[i].args)
         for name, u in self._folded(i).items():
-            args[name] = Composed(self.ref(u))
+            args[name] = Composed(self._name(u))
         return args
 
     def _render(self, i: int, source: str) -> str:
         nouns = {}
+        args = self.args(i)
         for name, u in self._folded(i).items():
             label = self._tool(u).returns.label or ""
             if (lead := _LEAD.match(label)) is not None:
                 nouns[name] = lead.group(1)
-        return render_phrase(_without_nouns(source, nouns), self.args(i))
+            elif (before := _noun_before(source, name)) and re.search(
+                    rf"\b{re.escape(before)}\b", args[name], re.IGNORECASE):
+                nouns[name] = before
+        return render_phrase(_without_nouns(source, nouns), args)
 
     def phrase(self, i: int) -> str:
         """Step ``i``'s intent, composed."""
@@ -107,13 +135,16 @@ class Composer:
         tool = self._tool(i)
         up = self._folded(i).get(str(tool.returns.from_param))
         if up is not None:
-            return self.ref(up)
+            return self._name(up)
         source = tool.returns.label or "{{ " + str(tool.returns.from_param) + " }}"
         return self._render(i, source)
 
     def ref(self, i: int) -> str:
-        """Step ``i``'s result, named by what it is."""
+        """Step ``i``'s result, named by what it is (a lookup: by its ``label``, the thing
+        it singles out, when it has one)."""
         tool = self._tool(i)
+        if tool.effect == "read" and tool.returns.label:
+            return self._render(i, tool.returns.label)
         head, colon, tail = tool.intent.partition(_CLAUSE)
         if tool.effect == "write" and not changes_in_place(tool) and colon \
                 and "{{" not in tail:
@@ -149,5 +180,14 @@ class Composer:
         """Step ``i`` and every step whose phrase its own phrase includes, in trace order."""
         seen = {i}
         for u in self._folded(i).values():
-            seen.update(self.steps(u))
+            seen.update(self._named_steps(u))
         return tuple(sorted(seen))
+
+    def _named_steps(self, u: int) -> tuple[int, ...]:
+        """The steps whose words name step ``u``'s result where a consumer uses it: a
+        listed entry's label names only the lookup that singled it out (its changes are
+        lines of their own); anything else is named by its whole phrase."""
+        if u not in self.flow.listed:
+            return self.steps(u)
+        up = self._folded(u).get(str(self._tool(u).returns.from_param))
+        return () if up is None else self._named_steps(up)

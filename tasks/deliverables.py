@@ -4,9 +4,12 @@ the solver (pure; nothing runs).
 A write step's *key* is the probe entry it writes (its ``returns.from_param`` argument).
 A step is *consumed* when a later executed step binds an input to its output (a ``step``
 :class:`schemas.graph.Binding`).  The *deliverable keys* are the keys of the write steps
-no later step consumes, plus every key a checked value of a deliverable names as a whole
-token (a subtask's ``parent`` id, the table a view selects from: a solver could not give
-that entry a name of its own and still pass), until no more are named.  A write step is
+no later step consumes, the keys of seeded entries a step changes in place and of
+entries a ``creates`` tool adds (records of the system, whose end state is part of the
+goal whatever reads them later), plus
+every key a checked value of a deliverable names as a whole token (a subtask's
+``parent`` id, the table a view selects from: a solver could not give that entry a name
+of its own and still pass), until no more are named.  A write step is
 *listed* when its key is a deliverable key — so every change of a deliverable entry is
 listed, in order, even one that a later change of the same entry consumes (a ticket
 changed twice, a branch created and then committed to).  The other write steps are
@@ -67,6 +70,24 @@ def _named(checks: Sequence[Check], deliverable: set[str], produced: set[str]) -
     return {k for k in produced - deliverable if appears(k, texts)}
 
 
+def _lasting(spec: EcosystemSpec, trace: Trace, writes: dict[int, str]) -> set[str]:
+    """Keys whose end state is always delivered, whatever consumes them later: entries
+    the seed holds that a step changes in place (a ticket closed and then read), and
+    entries a ``creates`` tool adds under an identity the environment assigns (a new
+    ticket: a record of the system, not a work file the solver may name)."""
+    created: set[str] = set()
+    lasting = set()
+    for i, key in writes.items():
+        tool = spec.tool(trace.steps[i].tool)
+        if tool.creates:
+            lasting.add(key)
+        if not changes_in_place(tool):
+            created.add(key)
+        elif key not in created:
+            lasting.add(key)
+    return lasting
+
+
 def flow(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace,
          checks: Sequence[Check] = ()) -> Flow:
     """The :class:`Flow` of ``trace``, executed from ``graph``, whose probe delta gave
@@ -79,6 +100,7 @@ def flow(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace,
     keys = {i: key_of(spec.tool(st.tool), st.args) for i, st in enumerate(trace.steps)}
     writes = {i: k for i, k in keys.items() if k is not None}
     deliverable = {k for i, k in writes.items() if i not in consumed}
+    deliverable |= _lasting(spec, trace, writes)
     produced = set(writes.values())
     while named := _named(checks, deliverable, produced):
         deliverable |= named

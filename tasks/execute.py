@@ -34,7 +34,8 @@ def execute_graph(env: LiveEnvironment, eco: Ecosystem, candidate: Candidate,
         step = run.graph.steps[i]
         run.reset()
         try:
-            st = run_step(run.sandbox, eco, candidate, step, run.outputs, run.discovered())
+            st = run_step(run.sandbox, eco, candidate, step, run.outputs, run.discovered(),
+                          run.shown(step))
         except StageFailure as failure:
             run.dirty = run.dirty or eco.spec.tool(step.tool).effect == "write"
             fix = None

@@ -188,6 +188,14 @@ def _ordered(style: InstructionStyle, eco: Ecosystem, trace: Trace, items: list[
     return style == "goal" and any(item.in_place for item in items[:-1])
 
 
+def _describes(eco: Ecosystem, graph: WorkflowGraph, trace: Trace,
+               checks: Sequence[Check]) -> bool:
+    """Does a goal-level instruction name something by a lookup's description?"""
+    ups = flow(eco.spec, graph, trace, checks).ups
+    return any(eco.spec.tool(trace.steps[u].tool).effect == "read"
+               for bound in ups for u in bound.values())
+
+
 def render_instruction(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed: int,
                        style: InstructionStyle = DEFAULT_STYLE,
                        checks: Sequence[Check] = ()) -> Instruction:
@@ -217,6 +225,8 @@ def render_instruction(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed:
         paragraphs.append(_pick(rng, PHRASES["context_labels"])[1] + context)
     if _ordered(style, eco, trace, items):
         paragraphs.append(_pick(rng, phrases["order_notes"])[1])
+    if style == "goal" and _describes(eco, graph, trace, checks):
+        paragraphs.append(_pick(rng, phrases["lookup_notes"])[1])
     text = _PAGE.render(opener=opener, lines=lines, paragraphs=paragraphs, closer=closer)
     return Instruction(text=text.strip() + "\n", style=style,
                        template_id=f"{style}/{layout_id}/{opener_id}/{closer_id}",

@@ -8,7 +8,9 @@ wrong value of the same type, drawn from the seeded state:
 - a sampled parameter: its sampler drawn again with another seed, over the initial probe
   state or the seeded bytes of the file it samples (``of``), until it gives another value;
 - a ``fresh`` parameter (a name the solver picks): another fresh name;
-- any other typed parameter: another seeded file of a type that satisfies it.
+- any other typed parameter: another seeded file of a type that satisfies it, else a
+  value of another parameter's sampler whose type satisfies it and that reads the probe
+  state alone (a looked-up ticket id becomes another seeded ticket).
 
 One unknown value gets one guess wherever it recurs: an argument bound to an earlier
 step's output is the value that step produced, so when the instruction does not write it,
@@ -59,8 +61,21 @@ class _Guesser:
         if p.sample is None:
             others = [f for f in sorted(self.files) if f != value
                       and (t := self.eco.state_type(f)) and type_satisfies(t, p.type)]
-            return random.Random(f"open-loop:{self.seed}:{where}").choice(others) \
-                if others else None
+            if others:
+                return random.Random(f"open-loop:{self.seed}:{where}").choice(others)
+            sampler = self._sampler_of(p.type)
+            return None if sampler is None else self._sample(where, sampler, value, args)
+        return self._sample(where, p, value, args)
+
+    def _sampler_of(self, ptype: str) -> Param | None:
+        """A parameter of the ecosystem that samples values of ``ptype`` from the probe
+        state alone (a looked-up ticket id is guessed as another seeded ticket)."""
+        return next((q for t in self.eco.spec.tools for q in t.params
+                     if q.sample is not None and q.fresh is None and q.sample.of is None
+                     and not q.sample.with_ and type_satisfies(q.type, ptype)), None)
+
+    def _sample(self, where: str, p: Param, value: str, args: dict[str, str]) -> str | None:
+        assert p.sample is not None
         content = self.state if p.sample.of is None else self.files.get(args[p.sample.of])
         if content is None:
             return None

@@ -6,9 +6,9 @@ The required set is derived mechanically:
 
 - every argument of every executed step that is not bound to an upstream step's output
   (sampled values, state paths, fresh output names, planner literals) — except, in the
-  goal style, the name or id of a new entry an intermediate step creates (a ``fresh``
-  output name, a ``creates`` tool's new id; :mod:`tasks.deliverables`): the solver names
-  its own intermediate results, and the verifier does not read them;
+  goal style, the ``fresh`` name of a new entry an intermediate step creates
+  (:mod:`tasks.deliverables`): the solver names its own intermediate results, and the
+  verifier does not read them;
 - the key of every state check the verifier makes on a declared output — every changed
   entry of a ``strict`` probe section, plus entries a write step names in the others
   (side effects in non-strict sections, such as git's new commit ids, are not names a
@@ -87,7 +87,10 @@ def required_literals(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace,
     """Everything the instruction for ``trace`` in ``style`` must name (see the module
     docstring)."""
     binds = {s.id: s.bind for s in graph.steps}
-    hidden = flow(spec, graph, trace, checks).intermediate if style == "goal" else frozenset()
+    steps = flow(spec, graph, trace, checks)
+    hidden = steps.intermediate if style == "goal" else frozenset()
+    looked_up = {str(trace.steps[u].output) for ups in steps.ups for u in ups.values()
+                 if spec.tool(trace.steps[u].tool).effect == "read"} if style == "goal" else set()
     spans: list[str] = []
 
     def add(value: object) -> None:
@@ -115,6 +118,8 @@ def required_literals(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace,
             add(c.key)
             continue
         section = spec.probe_sections.get(c.section)
+        if c.key in looked_up:
+            continue  # named by the lookup's phrase; the solver finds it
         if section is None or section.strict or c.key in produced:
             add(c.key)
     essential = answer_essential(spec, trace)

@@ -31,6 +31,7 @@ from environments.sandbox import Sandbox
 from schemas.ecosystem import type_satisfies
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
 from schemas.trace import Repair, RepairKind, StepTrace
+from tasks.compose import render_phrase
 from tasks.failures import StageFailure, user_code_failure
 from tasks.realize import LiveEnvironment
 from tasks.repair_llm import RepairProposal, RepairRequest
@@ -74,12 +75,24 @@ class Run:
         """The discovery commands run before the kept steps (each runs once)."""
         return {d.command for st in self.steps for d in st.discoveries}
 
+    def shown(self, step: Step) -> str:
+        """What an instruction writes out before ``step``'s result, when that result is
+        the answer (``step`` ends the graph): the kept steps' phrases and labels."""
+        if step.id != self.graph.steps[-1].id:
+            return ""
+        parts = []
+        for st in self.steps:
+            tool = self.eco.spec.tool(st.tool)
+            parts += [render_phrase(source, st.args)
+                      for source in (tool.intent, tool.returns.label) if source]
+        return "\n".join(parts)
+
     def attempt(self, step: Step) -> StepTrace | None:
         """Run ``step`` after the kept steps; its trace, or None when it fails too."""
         self.reset()
         try:
             return run_step(self.sandbox, self.eco, self.candidate, step, self.outputs,
-                            self.discovered())
+                            self.discovered(), self.shown(step))
         except StageFailure:
             self.dirty = self.dirty or self.eco.spec.tool(step.tool).effect == "write"
             return None

@@ -21,9 +21,10 @@ from schemas.ecosystem import ToolSpec, type_satisfies
 from schemas.graph import Candidate, Step
 from schemas.records import StageName
 from schemas.trace import Observation, StepTrace
-from tasks.commands import render_command, render_shell
+from tasks.commands import answer_text, render_command, render_shell
 from tasks.discovery import DISCOVERY_TIMEOUT_S, run_discoveries
 from tasks.failures import StageFailure, user_code_failure
+from tasks.leaks import leaked_in
 from tasks.normalize import normalize
 from tasks.realize import probe
 from tasks.repair_llm import RepairRequest
@@ -139,12 +140,16 @@ def _resolve(step: Step, tool: ToolSpec, candidate: Candidate, sandbox: Sandbox,
 
 
 def run_step(sandbox: Sandbox, eco: Ecosystem, candidate: Candidate, step: Step,
-             outputs: dict[str, object], done: set[str] | None = None) -> StepTrace:
+             outputs: dict[str, object], done: set[str] | None = None,
+             shown: str = "") -> StepTrace:
     """Resolve, run, parse and check one step; raises StageFailure (with ``step_args`` and
     ``call``, what an LLM repairer is shown) when it fails.
 
     With ``done`` (the discovery commands run before earlier kept steps), the discoveries
-    the step triggers run first, once its arguments are known (:mod:`tasks.discovery`)."""
+    the step triggers run first, once its arguments are known (:mod:`tasks.discovery`).
+    ``shown`` is what the task will already write out when this read's result is its
+    answer (the kept steps' phrases): an answer found there is ``degenerate`` (the task
+    would hand the solver its answer), so a repair draws the read's arguments again."""
     tool = eco.spec.tool(step.tool)
     args = _resolve(step, tool, candidate, sandbox, eco, outputs)
     found = [] if done is None else run_discoveries(sandbox, eco, tool, args, done)
@@ -160,6 +165,9 @@ def run_step(sandbox: Sandbox, eco: Ecosystem, candidate: Candidate, step: Step,
         raise failure
     output = _parse(tool, result, args)
     _check_not_degenerate(sandbox, tool, output)
+    if shown and tool.effect == "read" and (where := leaked_in(answer_text(output), shown, [])):
+        raise StageFailure("execute", "degenerate",
+                           f"{tool.name}: the answer shows in {where} of an earlier step")
     if tool.ambiguity_check:
         check = sandbox.exec(["bash", "-c", render_shell(tool.ambiguity_check, args)],
                              timeout=tool.timeout_s)

@@ -6,10 +6,14 @@ import os
 import pytest
 
 from environments.docker.config import DockerConfig
-from flows.candidate import build_candidate, ecosystem
+from flows.candidate import build_candidate, ecosystem, sandbox_opener
 from flows.providers import close_run
+from schemas.graph import Binding, Candidate, Step, WorkflowGraph
 from schemas.trace import Trace
+from tasks.execute import execute_graph
+from tasks.failures import StageFailure
 from tasks.plan import consumes_observed, plan_candidates
+from tasks.realize import LiveEnvironment
 
 pytestmark = pytest.mark.docker
 RUN = f"itest-observed-{os.getpid()}"
@@ -47,3 +51,32 @@ def test_a_later_step_receives_the_value_a_lookup_printed(name):
         assert checked, "no executed step took a looked-up value"
         return
     pytest.fail(f"none of {len(observing[:4])} observing {name} candidates was accepted")
+
+
+def _service_graph(field: Binding) -> Candidate:
+    graph = WorkflowGraph(ecosystem="service", shape="chain", steps=[
+        Step(id="s1", tool="set_status", bind={
+            "ticket": Binding(kind="sample", facet="resolvable_ticket"),
+            "status": Binding(kind="literal", value="closed")}),
+        Step(id="s2", tool="ticket_field", bind={
+            "ticket": Binding(kind="step", step="s1"), "field": field}),
+    ])
+    return Candidate(candidate_id="echo", index=0, ecosystem="service", seed=5, graph=graph)
+
+
+def _execute(candidate: Candidate, max_repairs: int):
+    eco = ecosystem("service")
+    opener = sandbox_opener(eco, DockerConfig(), RUN, candidate)
+    with LiveEnvironment(eco, candidate.seed, opener) as env:
+        return execute_graph(env, eco, candidate, max_repairs=max_repairs)
+
+
+def test_an_answer_the_task_itself_writes_is_degenerate_and_redrawn():
+    """Closing a ticket and then answering its status hands the solver its answer: the
+    final read is ``degenerate``; with a sampled field, a repair draws another one."""
+    with pytest.raises(StageFailure) as err:
+        _execute(_service_graph(Binding(kind="literal", value="status")), max_repairs=0)
+    assert err.value.reason == "degenerate"
+    assert "the answer shows in the code span `closed`" in err.value.detail
+    trace, _ = _execute(_service_graph(Binding(kind="sample", facet="ticket_field")), 2)
+    assert trace.answer is not None and trace.answer.strip().lower() != "closed"

@@ -16,7 +16,7 @@ import pytest
 from environments.docker.config import DockerConfig
 from flows.candidate import build_candidate, ecosystem, sandbox_opener
 from flows.providers import close_run
-from schemas.trace import Trace
+from schemas.trace import Observation, StepTrace, Trace
 from schemas.verifier import Check, GateResult
 from tasks.open_loop import open_loop_script
 from tasks.plan import plan_candidates
@@ -133,3 +133,24 @@ def test_stats_reports_the_share_that_needs_observation(accepted, tmp_path):
     assert "| files | 6 | 0 | 0 |  |  |" in section  # the older dataset: not measured
     assert "| service | 2 | 2 | 1 | 50 | 0.5 |" in section
     assert "| all | 8 | 2 | 1 | 50 | 0.5 |" in section
+
+
+def test_a_looked_up_id_is_guessed_as_another_ticket_even_without_a_sampler(accepted):
+    """A parameter with no sampler of its own (``ticket_field``'s ticket, which only a
+    lookup or an earlier step fills) is guessed with another parameter's ticket sampler."""
+    candidate, row, _, _ = accepted
+    eco = ecosystem("service")
+    assert eco.spec.tool("ticket_field").param("ticket").sample is None
+    opener = sandbox_opener(eco, DockerConfig(), RUN, candidate)
+    with LiveEnvironment(eco, row.seed, opener) as env:
+        state = env.before
+    ticket = sorted(state["tickets"], key=int)[0]
+    trace = Trace(steps=[StepTrace(
+        step_id="s1", tool="ticket_field", args={"ticket": ticket, "field": "title"},
+        command="", observation=Observation(exit_code=0, stdout="x\n", stderr="", duration_s=0.1),
+        output="x", output_type="text")], answer="x")
+    script = open_loop_script(eco, trace, "Write the `title` of the ticket in question.",
+                              row.seed, state, {})
+    assert script is not None
+    guessed = {t for t in state["tickets"] if f"/tickets/{t}" in script}
+    assert len(guessed) == 1 and ticket not in guessed, script
