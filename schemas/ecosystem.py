@@ -58,7 +58,7 @@ reads it: such a value is the caller's choice, visible from the call that names 
 
 
 def function_schema(name: str, description: str,
-                    params: Sequence[Param] | Sequence[DiscoveryParam],
+                    params: Sequence[Param] | Sequence[DiscoveryParam] | Sequence[DescriberParam],
                     new_names: Sequence[str] = ()) -> dict[str, Any]:
     """An OpenAI / Hugging Face function definition; every parameter is required, and
     those in ``new_names`` end with ``NEW_NAME_NOTE``."""
@@ -130,6 +130,9 @@ class Returns(_Strict):
     compare: Compare | None = None
     label: str | None = None
     """jinja2 label of the output in instructions (default: the ``from_param`` value)."""
+    sample: str | None = None
+    """A lookup's sampler (``facet(content, rng)`` over the probe state) of other seeded
+    values of its type: the open-loop control's guess for the value it printed."""
 
 
 class ToolSpec(_Strict):
@@ -297,6 +300,47 @@ class Discovery(_Strict):
         return function_schema(self.name, self.description, self.params)
 
 
+class DescriberParam(_Strict):
+    """The one input of a describer: the distinguishing value its ``facet`` draws."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    description: str
+    json_type: Literal["string", "integer", "number"] = "string"
+
+
+class Describer(_Strict):
+    """Names a seeded entry by description instead of by its literal (an id, a hash, a
+    row key): "the ticket titled `Login fails`" instead of ticket `12`.
+
+    For a literal of a parameter whose type satisfies ``type``, the sampler ``facet``
+    (samplers module; called with the initial probe state and ``value=<literal>``) draws
+    the distinguishing value for ``param``; ``text`` (jinja2) is the description and
+    ``command`` (jinja2, shell-quoted) prints the literals that fit it, one per line.
+    The command runs in the sandbox in the initial state, and the description replaces
+    the literal in a goal-level instruction only when it prints exactly that literal
+    (unique, not ambiguous).  Trajectories then show the command, as a tool of its own
+    (``name``, ``description``, ``param``) in the ``function`` view, before the first
+    use of the literal."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    description: str
+    type: str = Field(pattern=r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
+    param: DescriberParam
+    facet: str
+    text: str = Field(min_length=1)
+    command: str = Field(min_length=1)
+    label: str = Field(min_length=1)
+    """A noun phrase for what the command shows, used in reasoning."""
+
+    @property
+    def params(self) -> list[DescriberParam]:
+        return [self.param]
+
+    def json_schema(self) -> dict[str, Any]:
+        """The describer's command as a function definition."""
+        return function_schema(self.name, self.description, self.params)
+
+
 class EcosystemSpec(_Strict):
     name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
     description: str
@@ -327,13 +371,17 @@ class EcosystemSpec(_Strict):
     discovery: list[Discovery] = Field(default_factory=list)
     """Inspections that trajectories show before the step that needs them (see
     :class:`Discovery`); their names are unique and differ from the tools'."""
+    describers: list[Describer] = Field(default_factory=list)
+    """Descriptions that may replace literals in goal-level instructions (see
+    :class:`Describer`); names unique among discoveries and tools."""
 
     @model_validator(mode="after")
     def _discovery_names(self) -> EcosystemSpec:
-        _unique(self.discovery, "discovery")
-        clash = sorted({d.name for d in self.discovery} & {t.name for t in self.tools})
+        shown: list[Discovery | Describer] = [*self.discovery, *self.describers]
+        _unique(shown, "discovery or describer")
+        clash = sorted({d.name for d in shown} & {t.name for t in self.tools})
         if clash:
-            raise ValueError(f"discovery names clash with tool names: {clash}")
+            raise ValueError(f"discovery or describer names clash with tool names: {clash}")
         return self
 
     @field_validator("tools")
@@ -341,8 +389,10 @@ class EcosystemSpec(_Strict):
     def _unique_tools(cls, tools: list[ToolSpec]) -> list[ToolSpec]:
         return _unique(tools, "tool")
 
-    def discovery_tool(self, name: str) -> Discovery:
-        for d in self.discovery:
+    def discovery_tool(self, name: str) -> Discovery | Describer:
+        """The discovery or describer called ``name`` (both show as calls before a step)."""
+        shown: list[Discovery | Describer] = [*self.discovery, *self.describers]
+        for d in shown:
             if d.name == name:
                 return d
         raise KeyError(f"ecosystem {self.name!r} has no discovery {name!r}")

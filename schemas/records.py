@@ -23,11 +23,12 @@ ActionSpace = Literal["function", "terminal"]
 InstructionStyle = Literal["goal", "spec", "step"]
 """``goal``: the deliverables only (the default); ``spec``: every checked output, with every
 literal; ``step``: the spec items as ordered steps (see ``tasks/instruct.py``)."""
-StageName = Literal["sandbox", "realize", "execute", "verify", "draft", "validate", "instruct",
-                    "trajectories", "accepted", "dedup"]
+StageName = Literal["sandbox", "realize", "execute", "verify", "describe", "draft", "validate",
+                    "instruct", "trajectories", "accepted", "dedup"]
 """Where a candidate stopped (``attempts.stage``, ``StageFailure.stage``).  The pipeline's
 stages, in order (``tasks/pipeline.py``): ``sandbox`` (open and realize the environment),
-``execute``, ``verify`` (checks, verifier, solution), ``draft`` (the template instruction),
+``execute``, ``verify`` (checks, verifier, solution), ``describe`` (literals named by
+description), ``draft`` (the template instruction),
 ``validate`` (the gate), ``instruct`` (preservation, paraphrase), ``trajectories``; plus
 ``realize``, a realization's own failure in whichever stage realized, ``accepted`` (every
 stage passed) and ``dedup`` (a duplicate of a task the dataset holds)."""

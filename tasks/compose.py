@@ -21,6 +21,7 @@ defaults) follows.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 
 import jinja2
@@ -82,8 +83,11 @@ class Composer:
     """Phrases of one trace's steps; with ``compose`` False every value is literal (the
     ``spec`` and ``step`` styles)."""
 
-    def __init__(self, spec: EcosystemSpec, trace: Trace, flow: Flow, compose: bool) -> None:
+    def __init__(self, spec: EcosystemSpec, trace: Trace, flow: Flow, compose: bool,
+                 described: Mapping[str, str] | None = None) -> None:
         self.spec, self.trace, self.flow, self.compose = spec, trace, flow, compose
+        self.described = dict(described or {})
+        """Literal -> the description that replaces it (``tasks.describe``)."""
 
     def _tool(self, i: int) -> ToolSpec:
         return self.spec.tool(self.trace.steps[i].tool)
@@ -107,7 +111,8 @@ class Composer:
 
     def args(self, i: int) -> dict[str, str]:
         """Step ``i``'s arguments, those bound to a folded step as its phrase."""
-        args: dict[str, str] = dict(self.trace.steps[i].args)
+        args: dict[str, str] = {name: Composed(self.described[v]) if v in self.described
+                                else v for name, v in self.trace.steps[i].args.items()}
         for name, u in self._folded(i).items():
             args[name] = Composed(self._name(u))
         return args
@@ -115,8 +120,9 @@ class Composer:
     def _render(self, i: int, source: str) -> str:
         nouns = {}
         args = self.args(i)
-        for name, u in self._folded(i).items():
-            label = self._tool(u).returns.label or ""
+        folded = self._folded(i)
+        for name in [n for n, v in args.items() if isinstance(v, Composed)]:
+            label = self._tool(folded[name]).returns.label or "" if name in folded else ""
             if (lead := _LEAD.match(label)) is not None:
                 nouns[name] = lead.group(1)
             elif (before := _noun_before(source, name)) and re.search(
@@ -169,7 +175,8 @@ class Composer:
         """Step ``i``'s own words: its label and intent with every composed input left
         out, so a literal found there is the step's own, not one a nested phrase carries."""
         tool = self._tool(i)
-        args: dict[str, str] = dict(self.trace.steps[i].args)
+        args: dict[str, str] = {name: Composed(self.described[v]) if v in self.described
+                                else v for name, v in self.trace.steps[i].args.items()}
         args.update({name: Composed("...") for name in self._folded(i)})
         sources = [tool.intent]
         if tool.returns.label or tool.returns.from_param:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,14 +124,15 @@ def answer_format(parser: str, rng: random.Random) -> str:
 
 
 def instruction_items(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, rng: random.Random,
-                      style: InstructionStyle = "spec",
-                      checks: Sequence[Check] = ()) -> list[Item]:
+                      style: InstructionStyle = "spec", checks: Sequence[Check] = (),
+                      described: Mapping[str, str] | None = None) -> list[Item]:
     """The write steps' outputs (goal: the listed ones, composed; else every one), then
     the answer of a final read step.  Outside goal style, a value an earlier lookup
     printed is explained where a later step uses it."""
     steps = flow(eco.spec, graph, trace, checks)
     goal = style == "goal"
-    composer = Composer(eco.spec, trace, steps, compose=goal)
+    composer = Composer(eco.spec, trace, steps, compose=goal,
+                        described=described if goal else None)
     items = []
     for i, st in enumerate(trace.steps):
         tool = eco.spec.tool(st.tool)
@@ -198,16 +199,18 @@ def _describes(eco: Ecosystem, graph: WorkflowGraph, trace: Trace,
 
 def render_instruction(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed: int,
                        style: InstructionStyle = DEFAULT_STYLE,
-                       checks: Sequence[Check] = ()) -> Instruction:
+                       checks: Sequence[Check] = (),
+                       described: Mapping[str, str] | None = None) -> Instruction:
     """The instruction for a validated trace whose verifier makes ``checks`` (they decide
-    which intermediate entries a goal-level one must still name); the same seed gives the
-    same text."""
+    which intermediate entries a goal-level one must still name); in the goal style, a
+    literal of ``described`` is written as its description (:mod:`tasks.describe`).  The
+    same seed gives the same text."""
     if style not in STYLES:
         raise ValueError(f"unknown instruction style {style!r}; use one of {STYLES}")
     rng = random.Random(f"instruction:{_RNG_NAMES[style]}:{eco.name}:{seed}:"
                         f"{graph.fingerprint()}")
     phrases = PHRASES[style]
-    items = instruction_items(eco, graph, trace, rng, style, checks)
+    items = instruction_items(eco, graph, trace, rng, style, checks, described or {})
     opener_id, opener = _pick(rng, _opener_pool(style, structure(graph, trace), items))
     opener = opener.format(n=_NUMBERS[len(items)] if len(items) < len(_NUMBERS)
                            else len(items))
@@ -225,7 +228,7 @@ def render_instruction(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed:
         paragraphs.append(_pick(rng, PHRASES["context_labels"])[1] + context)
     if _ordered(style, eco, trace, items):
         paragraphs.append(_pick(rng, phrases["order_notes"])[1])
-    if style == "goal" and _describes(eco, graph, trace, checks):
+    if style == "goal" and (described or _describes(eco, graph, trace, checks)):
         paragraphs.append(_pick(rng, phrases["lookup_notes"])[1])
     text = _PAGE.render(opener=opener, lines=lines, paragraphs=paragraphs, closer=closer)
     return Instruction(text=text.strip() + "\n", style=style,

@@ -9,8 +9,9 @@ wrong value of the same type, drawn from the seeded state:
   state or the seeded bytes of the file it samples (``of``), until it gives another value;
 - a ``fresh`` parameter (a name the solver picks): another fresh name;
 - any other typed parameter: another seeded file of a type that satisfies it, else a
-  value of another parameter's sampler whose type satisfies it and that reads the probe
-  state alone (a looked-up ticket id becomes another seeded ticket).
+  value of a lookup's ``returns.sample`` or of another parameter's sampler whose type
+  satisfies it and that reads the probe state alone (a looked-up ticket id becomes
+  another seeded ticket).
 
 One unknown value gets one guess wherever it recurs: an argument bound to an earlier
 step's output is the value that step produced, so when the instruction does not write it,
@@ -63,27 +64,31 @@ class _Guesser:
                       and (t := self.eco.state_type(f)) and type_satisfies(t, p.type)]
             if others:
                 return random.Random(f"open-loop:{self.seed}:{where}").choice(others)
-            sampler = self._sampler_of(p.type)
-            return None if sampler is None else self._sample(where, sampler, value, args)
-        return self._sample(where, p, value, args)
-
-    def _sampler_of(self, ptype: str) -> Param | None:
-        """A parameter of the ecosystem that samples values of ``ptype`` from the probe
-        state alone (a looked-up ticket id is guessed as another seeded ticket)."""
-        return next((q for t in self.eco.spec.tools for q in t.params
-                     if q.sample is not None and q.fresh is None and q.sample.of is None
-                     and not q.sample.with_ and type_satisfies(q.type, ptype)), None)
-
-    def _sample(self, where: str, p: Param, value: str, args: dict[str, str]) -> str | None:
-        assert p.sample is not None
+            facet = self._sampler_of(p.type)
+            return None if facet is None else self._sample(where, facet, self.state, {}, value)
         content = self.state if p.sample.of is None else self.files.get(args[p.sample.of])
         if content is None:
             return None
-        context = {w: args[w] for w in p.sample.with_}
+        return self._sample(where, p.sample.facet, content,
+                            {w: args[w] for w in p.sample.with_}, value)
+
+    def _sampler_of(self, ptype: str) -> str | None:
+        """A sampler of values of ``ptype`` from the probe state alone: a lookup's own
+        (``returns.sample``), else another parameter's (a looked-up ticket id is guessed
+        as another seeded ticket)."""
+        for t in self.eco.spec.tools:
+            if t.returns.sample and type_satisfies(t.returns.type, ptype):
+                return t.returns.sample
+        return next((q.sample.facet for t in self.eco.spec.tools for q in t.params
+                     if q.sample is not None and q.fresh is None and q.sample.of is None
+                     and not q.sample.with_ and type_satisfies(q.type, ptype)), None)
+
+    def _sample(self, where: str, facet: str, content: bytes | dict,
+                context: dict[str, str], value: str) -> str | None:
         for draw in range(DRAWS):
             rng = random.Random(f"open-loop:{self.seed}:{where}:{draw}")
             try:
-                got = self.eco.sample(p.sample.facet, content, rng, **context)
+                got = self.eco.sample(facet, content, rng, **context)
             except (LookupError, ValueError, UserCodeError):
                 return None
             if got != value:

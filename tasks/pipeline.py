@@ -28,6 +28,7 @@ from schemas.records import AttemptRow, AttemptStatus, StageName, TaskRow, Traje
 from schemas.trace import Trace
 from tasks.failures import StageFailure
 from tasks.stages.context import FIELDS, INPUTS, PHASES, CandidateContext, Phase, Stage
+from tasks.stages.describe import Describe
 from tasks.stages.draft import Draft
 from tasks.stages.execute import Execute
 from tasks.stages.instruct import Instruct
@@ -120,8 +121,8 @@ class Pipeline:
                        ctx.trajectories if accepted else [])
 
 
-PIPELINE = Pipeline(OpenEnvironment(), Execute(), Verify(), Draft(), Validate(), Instruct(),
-                    Trajectories())
+PIPELINE = Pipeline(OpenEnvironment(), Execute(), Verify(), Describe(), Draft(), Validate(),
+                    Instruct(), Trajectories())
 """The factory's stages, in the order they run."""
 
 

@@ -28,7 +28,7 @@ stand in for one an intent forgot.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -83,9 +83,12 @@ def answer_essential(spec: EcosystemSpec, trace: Trace) -> str | None:
 
 
 def required_literals(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace,
-                      checks: list[Check], style: InstructionStyle = "spec") -> Required:
+                      checks: list[Check], style: InstructionStyle = "spec",
+                      described: Mapping[str, str] | None = None) -> Required:
     """Everything the instruction for ``trace`` in ``style`` must name (see the module
-    docstring)."""
+    docstring); a literal of ``described`` is replaced by the value its description
+    writes (literal -> that value)."""
+    shown = dict(described or {}) if style == "goal" else {}
     binds = {s.id: s.bind for s in graph.steps}
     steps = flow(spec, graph, trace, checks)
     hidden = steps.intermediate if style == "goal" else frozenset()
@@ -94,7 +97,7 @@ def required_literals(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace,
     spans: list[str] = []
 
     def add(value: object) -> None:
-        text = str(value)
+        text = shown.get(str(value), str(value))
         if text and text not in spans:
             spans.append(text)
 
@@ -109,7 +112,7 @@ def required_literals(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace,
                 continue
             if (binding is None or binding.kind != "step") and str(value):
                 add(value)
-                own.append(str(value))
+                own.append(shown.get(str(value), str(value)))
         by_step.append(tuple(own))
         if tool.effect == "write" and tool.returns.from_param:
             produced.add(st.args[tool.returns.from_param])

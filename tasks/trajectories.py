@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from environments.ecosystems import Ecosystem
-from schemas.ecosystem import Discovery, ToolSpec
+from schemas.ecosystem import Describer, Discovery, ToolSpec
 from schemas.graph import WorkflowGraph
 from schemas.records import (
     ActionSpace,
@@ -106,7 +106,8 @@ def observation_text(obs: Observation, cap: int | None = None) -> str:
     return text
 
 
-def typed_arguments(tool: ToolSpec | Discovery, args: dict[str, str]) -> dict[str, object]:
+def typed_arguments(tool: ToolSpec | Discovery | Describer,
+                    args: dict[str, str]) -> dict[str, object]:
     """Arguments as JSON values of the parameters' ``json_type``; a number keeps its text
     (``str(value)`` gives back exactly what ran), else it stays a string."""
     out: dict[str, object] = {}
@@ -162,12 +163,13 @@ def _calls(eco: Ecosystem, trace: Trace, action_space: ActionSpace
 
 
 def view_tools(eco: Ecosystem, trace: Trace, action_space: ActionSpace) -> list[dict]:
-    """The view's tools: the ecosystem's tools and discovery tools (plus ``write_answer``
-    for an answer) as functions, or the one ``bash`` tool."""
+    """The view's tools: the ecosystem's tools, discovery tools and describers (plus
+    ``write_answer`` for an answer) as functions, or the one ``bash`` tool."""
     if action_space != "function":
         return [BASH]
     tools = [t.json_schema() for t in eco.spec.tools]
     tools += [d.json_schema() for d in eco.spec.discovery]
+    tools += [d.json_schema() for d in eco.spec.describers]
     if trace.answer is not None:
         tools.append(write_answer_tool(eco.spec.answer_file))
     return tools

@@ -123,6 +123,17 @@ def check(folder: Path, spec: EcosystemSpec, shapes: Shapes,
             call = ", ".join(["content", "rng", *(f"{w}=..." for w in p.sample.with_)])
             _require(file, p.sample.facet, samplers[p.sample.facet],
                      f"{p.sample.facet}({call})", 2, p.sample.with_)
+    for tool in spec.tools:
+        if tool.returns.sample is not None and tool.returns.sample not in samplers:
+            raise ContractError(f"{spec_file}: field 'tools.{tool.name}.returns.sample': no "
+                                f"sampler named {tool.returns.sample!r}")
+    for d in spec.describers:
+        file = folder / (spec.samplers.module if spec.samplers else "samplers.py")
+        if d.facet not in samplers:
+            raise ContractError(f"{spec_file}: field 'describers.{d.name}.facet': no sampler "
+                                f"named {d.facet!r}")
+        _require(file, d.facet, samplers[d.facet], f"{d.facet}(content, rng, value=...)", 2,
+                 ("value",))
     if spec.shortcuts is not None:
         file = folder / spec.shortcuts
         for name, positional in (("empty", 2), ("fill", 3)):

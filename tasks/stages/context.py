@@ -28,6 +28,7 @@ from schemas.graph import Candidate, WorkflowGraph
 from schemas.records import InstructionStyle, StageName, TaskRow, TrajectoryRow
 from schemas.trace import Trace
 from schemas.verifier import Check, GateResult
+from tasks.describe import Description
 from tasks.instruct import Instruction
 from tasks.llm import LLMClient
 from tasks.preserve import Required
@@ -73,6 +74,8 @@ class CandidateContext:
     checks: list[Check] = field(init=False)
     verifier_py: str = field(init=False)
     solution_sh: str = field(init=False)
+    descriptions: dict[str, Description] = field(init=False)
+    """Literals the goal-level instruction names by description (literal -> description)."""
     draft: Instruction = field(init=False)
     """The instruction as the templates render it (the gate's literals control reads it)."""
     gate: GateResult = field(init=False)

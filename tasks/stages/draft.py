@@ -14,9 +14,10 @@ class Draft:
     name: StageName = "draft"
     phase: Phase = "render_s"
     needs: tuple[str, ...] = ("eco", "candidate", "graph", "trace", "checks",
-                              "instruction_style")
+                              "instruction_style", "descriptions")
     gives: tuple[str, ...] = ("draft",)
 
     def run(self, ctx: CandidateContext) -> None:
-        ctx.draft = render_instruction(ctx.eco, ctx.graph, ctx.trace, ctx.candidate.seed,
-                                       ctx.instruction_style, ctx.checks)
+        ctx.draft = render_instruction(
+            ctx.eco, ctx.graph, ctx.trace, ctx.candidate.seed, ctx.instruction_style,
+            ctx.checks, {x: d.text for x, d in ctx.descriptions.items()})

@@ -16,13 +16,15 @@ class Instruct:
 
     name: StageName = "instruct"
     phase: Phase = "render_s"
-    needs: tuple[str, ...] = ("eco", "graph", "trace", "checks", "draft", "llm")
+    needs: tuple[str, ...] = ("eco", "graph", "trace", "checks", "draft", "llm",
+                              "descriptions")
     gives: tuple[str, ...] = ("required", "instruction")
 
     def run(self, ctx: CandidateContext) -> None:
         draft = ctx.draft
         required = required_literals(ctx.eco.spec, ctx.graph, ctx.trace, ctx.checks,
-                                     draft.style)
+                                     draft.style,
+                                     {x: d.shown for x, d in ctx.descriptions.items()})
         check_preserved(draft.text, required)
         check_items_preserved(draft.items, required, ctx.eco.spec.context)
         check_not_leaked(ctx.trace.answer, draft.text, draft.items)

@@ -83,16 +83,25 @@ def test_ctrl_c_leaves_no_container_behind(prefect_api_url, tmp_path):
 
 @pytest.mark.docker
 def test_a_run_requiring_observation_keeps_only_tasks_that_need_it(cli, tmp_path):
-    """Every instruction of today's default style writes every argument, so the open-loop
-    control solves every task and a run requiring observation keeps none of them."""
-    data = tmp_path / "obs"
-    proc = cli("run", "--tasks", 4, "--seed", 3, "--ecosystem", "files", "--backend", "docker",
-               "--require-observation", "--data", data)
-    assert proc.returncode == 0, proc.stderr
-    assert count(cli, data, "select count(*) from tasks") == ["0"]
-    assert "0/4 candidates accepted" in proc.stdout
-    rejected = count(cli, data, "select count(*) from attempts where status = 'rejected' and "
+    """Goal-level tasks that name a looked-up file by description need observation and
+    are kept; the spec style writes every argument, so the open-loop control solves each
+    of its tasks and a run requiring observation keeps none."""
+    def run(style: str):
+        data = tmp_path / style
+        proc = cli("run", "--tasks", 6, "--seed", 3, "--ecosystem", "files", "--backend",
+                   "docker", "--require-observation", "--instruction-style", style,
+                   "--data", data)
+        assert proc.returncode == 0, proc.stderr
+        assert count(cli, data, "select json_extract(settings_json, '$.require_observation') "
+                                "from runs") == ["true"]
+        return data
+
+    goal = run("goal")
+    kept = count(cli, goal, "select count(*), count(*) filter (where needs_observation and "
+                            "gate.open_loop_reward < 1) from tasks")[0].split(",")
+    assert int(kept[0]) >= 1 and kept[0] == kept[1], kept
+    spec = run("spec")
+    assert count(cli, spec, "select count(*) from tasks") == ["0"]
+    rejected = count(cli, spec, "select count(*) from attempts where status = 'rejected' and "
                                 "stage = 'validate' and reason = 'no_observation_needed'")
-    assert int(rejected[0]) >= 3  # files candidates pass the other stages (100% yield)
-    assert count(cli, data, "select json_extract(settings_json, '$.require_observation') "
-                            "from runs") == ["true"]
+    assert int(rejected[0]) >= 5  # files candidates pass the other stages

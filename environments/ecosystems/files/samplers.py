@@ -121,3 +121,15 @@ def json_value(content: bytes, rng: random.Random, key: str = "", **_: str) -> s
         new = rng.choice(["eu-north-1", "us-west-2", "staging", "blue", "canary", "ops-team"])
         new = new if new != old else f"{old}-v2"
     return json.dumps(new)
+
+
+# ---- describers: the distinguishing value of a seeded file ------------------------------
+
+def first_line(content: dict, rng: random.Random, value: str = "", **_: str) -> str:
+    """The first line of the seeded text file ``value`` (probe state); LookupError when it
+    has none worth naming it by (empty, binary, or longer than 120 characters)."""
+    text = content.get("files", {}).get(value)
+    line = text.splitlines()[0] if isinstance(text, str) and text.strip() else ""
+    if not line.strip() or len(line) > 120:
+        raise LookupError(f"{value!r} has no first line to describe it by")
+    return line

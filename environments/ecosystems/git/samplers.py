@@ -347,3 +347,16 @@ def tag_message(state: dict, rng: random.Random, **_: str) -> str:
 def main_path(state: dict, rng: random.Random, **_: str) -> str:
     """A file on ``main``, preferring one that several commits changed."""
     return ref_path(state, rng, ref="main")
+
+
+# ---- describers: the distinguishing value of a seeded commit ----------------------------
+
+def commit_subject(state: dict, rng: random.Random, value: str = "", **_: str) -> str:
+    """The subject line of the seeded commit whose hash starts with ``value`` (a branch
+    or tag name is not described: LookupError)."""
+    if not re.fullmatch(r"[0-9a-f]{7,40}", value):
+        raise LookupError(f"{value!r} is not a commit hash")
+    found = [c for sha, c in state.get("commits", {}).items() if sha.startswith(value)]
+    if len(found) != 1:
+        raise LookupError(f"no single commit {value!r}")
+    return str(found[0]["subject"])

@@ -298,3 +298,18 @@ def user_team(state: dict, rng: random.Random, user: str = "", **_: str) -> str:
     if state["teams"][slug]["lead"] == user:
         raise LookupError(f"{user} already leads team {slug}")
     return slug
+
+
+# ---- describers: the distinguishing value of a seeded entry ------------------------------
+
+def ticket_title(state: dict, rng: random.Random, value: str = "", **_: str) -> str:
+    """The title of ticket ``value`` (a describer resolves it back to the id)."""
+    return str(_ticket(state, value)["title"])
+
+
+def user_name(state: dict, rng: random.Random, value: str = "", **_: str) -> str:
+    """The name of the user with email ``value``."""
+    user = state.get("users", {}).get(value)
+    if user is None:
+        raise LookupError(f"no user {value!r}")
+    return str(user["name"])

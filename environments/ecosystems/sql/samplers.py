@@ -346,3 +346,12 @@ def insert_values(content: dict, rng: random.Random, table: str = "", columns: s
 def order_status(content: dict, rng: random.Random, **_: str) -> str:
     """A status some orders have (three or more when possible), but not all."""
     return filter_value(content, rng, table="orders", column="status")
+
+
+# ---- customers: other seeded ids (the open-loop guess for a looked-up customer) ----------
+
+def customer_with_orders(content: dict, rng: random.Random, **_: str) -> str:
+    """The customer_id of a customer who placed at least one order."""
+    ids = sorted({str(o["customer_id"]) for o in _rows(content, "orders")}, key=int)
+    return _choose(rng, ids, "customer with orders")
+

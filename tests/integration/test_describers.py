@@ -1,0 +1,74 @@
+"""Describers on the real engine: a description replaces a literal only when its command,
+run in the initial state, prints exactly that literal."""
+
+import dataclasses
+import os
+
+import pytest
+
+from environments.docker.config import DockerConfig
+from flows.candidate import ecosystem, sandbox_opener
+from flows.providers import close_run
+from schemas.graph import Binding, Candidate, Step, WorkflowGraph
+from tasks.describe import describe, with_resolutions
+from tasks.execute import execute_graph
+from tasks.instruct import render_instruction
+from tasks.realize import LiveEnvironment
+
+pytestmark = pytest.mark.docker
+RUN = f"itest-describers-{os.getpid()}"
+
+AMBIGUOUS = """curl -sSf http://127.0.0.1:8080/tickets
+| python3 -c 'import json, sys; [print(t["id"]) for t in json.load(sys.stdin)["tickets"]]'"""
+"""A command that prints every ticket id: a description it "resolves" is ambiguous."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_run():
+    yield
+    close_run(RUN)
+
+
+def _candidate() -> Candidate:
+    graph = WorkflowGraph(ecosystem="service", shape="chain", steps=[
+        Step(id="s1", tool="set_status", bind={
+            "ticket": Binding(kind="sample", facet="resolvable_ticket"),
+            "status": Binding(kind="literal", value="closed")})])
+    return Candidate(candidate_id="describe", index=0, ecosystem="service", seed=5,
+                     graph=graph)
+
+
+def _described(eco):
+    candidate = _candidate()
+    opener = sandbox_opener(eco, DockerConfig(), RUN, candidate)
+    with LiveEnvironment(eco, candidate.seed, opener) as env:
+        trace, graph = execute_graph(env, eco, candidate, max_repairs=0)
+        found = describe(env.sandbox, env.initial, eco, graph, trace, env.before,
+                         candidate.seed)
+        return found, trace, graph, env.before
+
+
+def test_a_unique_description_replaces_the_id_and_the_trace_shows_its_lookup():
+    eco = ecosystem("service")
+    found, trace, graph, before = _described(eco)
+    ticket = trace.steps[0].args["ticket"]
+    [(literal, d)] = found.items()
+    assert literal == ticket and d.shown == before["tickets"][ticket]["title"]
+    assert d.call.observation.stdout.strip() == ticket
+    text = render_instruction(eco, graph, trace, 0, "goal", (), {ticket: d.text}).text
+    assert f"`{ticket}`" not in text and f"the ticket titled `{d.shown}`" in text
+    calls = with_resolutions(trace, found).steps[0].discoveries
+    names = [c.name for c in calls]
+    naming = [k for k, c in enumerate(calls) if ticket in c.args.values()]
+    assert "find_ticket" in names and names.index("find_ticket") < min(naming, default=99)
+    spec = render_instruction(eco, graph, trace, 0, "spec", (), {ticket: d.text}).text
+    assert f"`{ticket}`" in spec  # only goal-level instructions describe
+
+
+def test_a_describer_whose_command_prints_several_rows_is_refused():
+    eco = ecosystem("service")
+    spec = eco.spec.model_copy(update={"describers": [
+        d.model_copy(update={"command": AMBIGUOUS}) if d.name == "find_ticket" else d
+        for d in eco.spec.describers]})
+    found, _, _, _ = _described(dataclasses.replace(eco, spec=spec))
+    assert found == {}  # the literal stays
