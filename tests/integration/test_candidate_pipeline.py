@@ -9,6 +9,7 @@ from environments.docker.config import DockerConfig
 from environments.local.config import LocalConfig
 from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run, provider_for
+from schemas.trace import Trace
 from schemas.verifier import Check
 from tasks.failures import StageFailure
 from tasks.pipeline import PIPELINE, Pipeline
@@ -46,8 +47,13 @@ def test_candidates_are_accepted_with_gate_results(backend):
             (a, s) for a in ("function", "terminal") for s in ("masked", "full", "actobs")}
         assert all(r.task_id == t.task_id for r in o.trajectories)
         checks = [Check(**c) for c in json.loads(t.checks_json)]
-        for c in checks:  # every checked output is named in the instruction
-            assert f"`{c.key}`" in t.instruction
+        resolved = {d.observation.stdout.strip(): d.args
+                    for st in Trace.model_validate_json(t.trace_json).steps
+                    for d in st.discoveries
+                    if d.name in {x.name for x in ecosystem(t.ecosystem).spec.describers}}
+        for c in checks:  # every checked output is named, or described, in the instruction
+            named = [f"`{v}`" for v in resolved.get(c.key, {}).values()] or [f"`{c.key}`"]
+            assert all(n in t.instruction for n in named), (c.key, t.instruction)
     for o in outcomes:
         if not o.task:
             assert o.attempt.status == "rejected" and o.attempt.reason and o.attempt.detail

@@ -7,9 +7,10 @@ import os
 import pytest
 
 from environments.docker.config import DockerConfig
-from flows.candidate import ecosystem, sandbox_opener
+from flows.candidate import build_candidate, ecosystem, sandbox_opener
 from flows.providers import close_run
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
+from schemas.trace import Trace
 from tasks.describe import describe, with_resolutions
 from tasks.execute import execute_graph
 from tasks.instruct import render_instruction
@@ -72,3 +73,17 @@ def test_a_describer_whose_command_prints_several_rows_is_refused():
         for d in eco.spec.describers]})
     found, _, _, _ = _described(dataclasses.replace(eco, spec=spec))
     assert found == {}  # the literal stays
+
+
+def test_a_task_naming_its_ticket_by_title_needs_observation():
+    """The goal-level task does not write the id, so the open-loop control (the reference
+    solution with another ticket's id) fails, and its trajectories show the lookup."""
+    outcome = build_candidate(_candidate(), "service", DockerConfig(), RUN)
+    task = outcome.task
+    assert task is not None, outcome.attempt.detail
+    ticket = Trace.model_validate_json(task.trace_json).steps[0].args["ticket"]
+    assert f"`{ticket}`" not in task.instruction and "the ticket titled `" in task.instruction
+    assert task.gate.open_loop_reward == 0.0 and task.needs_observation is True
+    function = next(r for r in outcome.trajectories if r.action_space == "function")
+    calls = [c.function.name for m in function.messages for c in m.tool_calls or []]
+    assert calls.index("find_ticket") < calls.index("set_status")

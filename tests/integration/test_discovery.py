@@ -12,7 +12,7 @@ from environments.docker.images import ecosystem_image
 from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run, provider_for
 from schemas.trace import Trace
-from tasks.grounding import appears, first_ungrounded
+from tasks.grounding import appears, first_ungrounded, new_names
 from tasks.plan import plan_candidates
 from tasks.realize import realize
 from tasks.shell_names import command_names
@@ -45,7 +45,8 @@ def test_discoveries_are_real_and_come_before_the_step_that_needs_them(accepted)
     eco, config, outcomes = accepted
     for o in outcomes:
         trace = Trace.model_validate_json(o.task.trace_json)
-        assert trace.steps[0].discoveries, "the first step inspects before it acts"
+        first_reads = eco.spec.tool(trace.steps[0].tool).effect == "read"  # a lookup
+        assert trace.steps[0].discoveries or first_reads, "the first step inspects first"
         with provider_for(config, RUN_ID).sandbox() as sb:
             realize(sb, eco, o.task.seed)
             for st in trace.steps:
@@ -58,7 +59,10 @@ def test_discoveries_are_real_and_come_before_the_step_that_needs_them(accepted)
                 assert done.exit_code == 0, st.command
         shown = [d.observation.stdout for d in trace.steps[0].discoveries]
         first = trace.steps[0]
-        needed = [n for n in command_names(first.command) if n not in o.task.instruction]
+        tool = eco.spec.tool(first.tool)
+        own = {v for n, v in first.args.items() if tool.names_new_entry(n)}  # agent's choice
+        needed = [n for n in command_names(first.command)
+                  if n not in o.task.instruction and n not in own]
         assert all(appears(n, shown) for n in needed), (first.command, needed)
 
 
@@ -70,7 +74,9 @@ def test_both_views_pass_the_stricter_rule(accepted):
         values = [json.loads(c.function.arguments)
                   for m in function.messages for c in m.tool_calls or []]
         assert first_ungrounded(function.messages, json.loads(function.tools)) is None
-        assert first_ungrounded(terminal.messages, json.loads(terminal.tools), values) is None
+        chosen = new_names(function.messages, json.loads(function.tools))  # as the pipeline
+        assert first_ungrounded(terminal.messages, json.loads(terminal.tools), values,
+                                chosen) is None
         names = [c.function.name for m in function.messages for c in m.tool_calls or []]
         assert sum(n in {d.name for d in accepted[0].spec.discovery} for n in names) >= 1
         if accepted[0].name == "service":  # the step's reasoning cites the API entry it uses

@@ -93,10 +93,18 @@ def _cases() -> dict[str, tuple[dict, str, dict]]:
     lead_of = {t["slug"]: EMAIL[t["lead"]] for t in DB["teams"]}
     new_prio = "low" if t2["priority"] != "low" else "high"
     author = DB["users"][-1]["email"]
+    n_comments = Counter(c["ticket"] for c in DB["comments"])
+    discussed = min((t["id"] for t in DB["tickets"] if t["status"] == "open"),
+                    key=lambda i: (-n_comments[i], i))
+    active = Counter(EMAIL[t["assignee"]] for t in DB["tickets"] if t["assignee"]
+                     and t["assignee"] not in LEADS and t["status"] in ("open", "in_progress"))
+    busiest = min(active, key=lambda e: (-active[e], e))
     labelled = _ticket(lambda t: t["labels"])
     t1_other = next(t["slug"] for t in DB["teams"] if t["slug"] != t1["team"])
     team_of = {t["slug"]: t for t in DB["teams"]}
     return {
+        "most_discussed_open_ticket": ({}, str(discussed), {}),
+        "busiest_assignee": ({}, busiest, {}),
         "search_tickets": ({"team": TEAM["slug"], "status": status},
                            _ids(lambda t: t["team"] == TEAM["slug"] and t["status"] == status), {}),
         "search_text": ({"text": word.upper()},

@@ -208,6 +208,25 @@ def test_every_tool_by_hand(shop):
     got = _csv_rows(shop.state()["files"][a["out"]])
     assert [_key(r) for r in got] == [_key(r) for r in ranked[:int(a["limit"])]]
 
+    # lookups: one customer_id, which a later step takes
+    orders = tables["orders"]
+    a = shop.args("top_spender")
+    spent: dict[int, float] = {}
+    for r in orders:
+        if r["status"] == a["status"]:
+            spent[int(r["customer_id"])] = spent.get(int(r["customer_id"]), 0) + float(r["total"])
+    top = shop.run("top_spender", a)
+    assert int(top) == min(spent, key=lambda c: (-round(spent[c], 2), c))
+    counts: dict[int, int] = {}
+    for r in orders:
+        counts[int(r["customer_id"])] = counts.get(int(r["customer_id"]), 0) + 1
+    most = shop.run("most_orders_customer", shop.args("most_orders_customer"))
+    assert int(most) == min(counts, key=lambda c: (-counts[c], c))
+    a = shop.args("customer_orders", customer=top)
+    shop.run("customer_orders", a)
+    assert _same_rows(shop.state()["tables"][a["out"]],
+                      [r for r in orders if int(r["customer_id"]) == int(top)])
+
     # the shop's own tables are untouched by all of this
     after = shop.state()
     assert {t: after["tables"][t] for t in tables} == tables

@@ -42,11 +42,14 @@ def _ticket_write(trace: Trace) -> str | None:
 
 @pytest.fixture(scope="module")
 def accepted():
-    """An accepted ``service`` task that changes a sampled ticket, its candidate and id."""
+    """An accepted ``service`` task that changes a sampled ticket, its candidate and id, in
+    the ``spec`` style (the goal style names the ticket by its title, see
+    ``test_describers.py``)."""
     candidates, _ = plan_candidates(ecosystem("service"), 12, 7, {1: 1.0})
     try:
         for candidate in candidates:
-            outcome = build_candidate(candidate, "service", DockerConfig(), RUN)
+            outcome = build_candidate(candidate, "service", DockerConfig(), RUN,
+                                      instruction_style="spec")  # names every ticket
             row = outcome.task
             if row is not None and (ticket := _ticket_write(Trace.model_validate_json(
                     row.trace_json))):
@@ -105,7 +108,8 @@ def test_the_wrong_id_is_another_ticket_of_the_seeded_state(accepted):
 
 def test_a_run_requiring_observation_rejects_a_task_solvable_open_loop(accepted):
     candidate, row, *_ = accepted
-    outcome = build_candidate(candidate, "service", DockerConfig(), RUN, require_observation=True)
+    outcome = build_candidate(candidate, "service", DockerConfig(), RUN, instruction_style="spec",
+                              require_observation=True)
     a = outcome.attempt
     assert outcome.task is None and outcome.trajectories == []
     assert (a.status, a.stage, a.reason) == ("rejected", "validate", "no_observation_needed")

@@ -94,7 +94,7 @@ def test_both_views_show_the_same_observations_and_the_exact_commands(accepted):
 
 def _rendered(eco, name, args):
     """The command a function-view call stands for (a tool's or a discovery's)."""
-    if name in {d.name for d in eco.spec.discovery}:
+    if name in {d.name for d in [*eco.spec.discovery, *eco.spec.describers]}:
         return render_shell(eco.spec.discovery_tool(name).command, args)
     return render_command(eco.spec.tool(name), args)
 

@@ -127,9 +127,10 @@ def json_value(content: bytes, rng: random.Random, key: str = "", **_: str) -> s
 
 def first_line(content: dict, rng: random.Random, value: str = "", **_: str) -> str:
     """The first line of the seeded text file ``value`` (probe state); LookupError when it
-    has none worth naming it by (empty, binary, or longer than 120 characters)."""
+    has none worth naming it by (binary, shorter than 8 or longer than 120 characters, or
+    fewer than 6 letters and digits: a JSON file's ``{``)."""
     text = content.get("files", {}).get(value)
     line = text.splitlines()[0] if isinstance(text, str) and text.strip() else ""
-    if not line.strip() or len(line) > 120:
-        raise LookupError(f"{value!r} has no first line to describe it by")
+    if not 8 <= len(line.strip()) <= 120 or len(re.findall(r"[A-Za-z0-9]", line)) < 6:
+        raise LookupError(f"{value!r} has no first line distinctive enough to name it by")
     return line
