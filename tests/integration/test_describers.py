@@ -39,8 +39,8 @@ def _candidate() -> Candidate:
                      graph=graph)
 
 
-def _described(eco):
-    candidate = _candidate()
+def _described(eco, candidate=None):
+    candidate = candidate or _candidate()
     opener = sandbox_opener(eco, DockerConfig(), RUN, candidate)
     with LiveEnvironment(eco, candidate.seed, opener) as env:
         trace, graph = execute_graph(env, eco, candidate, max_repairs=0)
@@ -87,3 +87,44 @@ def test_a_task_naming_its_ticket_by_title_needs_observation():
     function = next(r for r in outcome.trajectories if r.action_space == "function")
     calls = [c.function.name for m in function.messages for c in m.tool_calls or []]
     assert calls.index("find_ticket") < calls.index("set_status")
+
+
+
+def _one_step(eco: str, tool: str, bind: dict[str, Binding], seed: int) -> Candidate:
+    graph = WorkflowGraph(ecosystem=eco, shape="chain", steps=[Step(id="s1", tool=tool,
+                                                                      bind=bind)])
+    return Candidate(candidate_id=f"describe-{tool}", index=0, ecosystem=eco, seed=seed,
+                     graph=graph)
+
+
+def test_the_database_file_is_named_by_a_table_it_holds():
+    """sql's ``find_database``: the goal-level instruction names the shop's database by a
+    table it holds, and the resolving call (which prints the file) comes before the
+    first query."""
+    eco = ecosystem("sql")
+    found, trace, graph, _ = _described(eco, _one_step("sql", "top_spender", {
+        "db": Binding(kind="state", value="shop.db"),
+        "status": Binding(kind="sample", facet="order_status")}, seed=3))
+    [(literal, d)] = found.items()
+    assert literal == "shop.db" and d.shown in {"customers", "products", "orders",
+                                                "order_items"}
+    assert d.call.observation.stdout == "shop.db\n"
+    text = render_instruction(eco, graph, trace, 0, "goal", (), {literal: d.text}).text
+    assert "shop.db" not in text and f"(the file holding table `{d.shown}`)" in text
+    calls = [c.name for c in with_resolutions(trace, found).steps[0].discoveries]
+    assert calls.index("find_database") < calls.index("show_schema")
+
+
+def test_a_team_is_named_by_its_lead():
+    """service's ``find_team``: the team a ticket moves to is named by its lead's name,
+    which the command resolves through the users and the teams."""
+    eco = ecosystem("service")
+    found, trace, graph, before = _described(eco, _one_step("service", "move_ticket", {
+        "ticket": Binding(kind="sample", facet="resolvable_ticket"),
+        "team": Binding(kind="sample", facet="other_ticket_team", of=None)}, seed=5))
+    team = trace.steps[0].args["team"]
+    d = found[team]
+    lead = before["users"][before["teams"][team]["lead"]]["name"]
+    assert d.shown == lead and d.call.observation.stdout == f"{team}\n"
+    text = render_instruction(eco, graph, trace, 0, "goal", (), {team: d.text}).text
+    assert f"`{team}`" not in text and f"moved to the team led by `{lead}`" in text

@@ -313,3 +313,12 @@ def user_name(state: dict, rng: random.Random, value: str = "", **_: str) -> str
     if user is None:
         raise LookupError(f"no user {value!r}")
     return str(user["name"])
+
+
+def team_lead_name(state: dict, rng: random.Random, value: str = "", **_: str) -> str:
+    """The name of the user who leads team ``value``."""
+    team = state.get("teams", {}).get(value)
+    lead = state.get("users", {}).get(team["lead"]) if team and team.get("lead") else None
+    if lead is None:
+        raise LookupError(f"team {value!r} has no lead")
+    return str(lead["name"])

@@ -126,6 +126,12 @@ def base_table(content: dict, rng: random.Random, **_: str) -> str:
     return _choose(rng, _base_tables(content), "base table with rows")
 
 
+def db_table(content: dict, rng: random.Random, value: str = "", **_: str) -> str:
+    """One of the shop's own tables, to name the database ``value`` by (a describer
+    resolves it back to the file)."""
+    return _choose(rng, _base_tables(content), f"table of {value or 'the database'}")
+
+
 def filter_table(content: dict, rng: random.Random, **_: str) -> str:
     """A base table with a text column to filter on and a numeric column to aggregate."""
     tables = [t for t in _base_tables(content)
