@@ -74,10 +74,16 @@ def _settings(args: argparse.Namespace):
     from tasks.dataset.writer import check_writable
 
     refs = _ecosystem_refs(args)
-    names = [_ecosystem(ref).name for ref in refs]
+    ecos = [_ecosystem(ref) for ref in refs]
+    names = [eco.name for eco in ecos]
     if len(set(names)) != len(names):
         raise UsageError(f"two ecosystems share a name ({', '.join(names)}); rename one in its "
                          "ecosystem.yaml")
+    for eco in ecos:
+        if not eco.spec.discovery:
+            print(f"warning: ecosystem {eco.name} declares no discovery: its trajectories "
+                  "inspect nothing before they act (add `discovery:` to its ecosystem.yaml, "
+                  "see docs/ecosystem-reference.md)", file=sys.stderr)
     try:
         check_writable(args.data)
     except OSError as exc:

@@ -71,6 +71,17 @@ def test_plan_reports_diversity_without_running_anything():
     assert sum(report["depth_histogram"].values()) == 200
 
 
+def test_run_warns_about_an_ecosystem_without_discovery(tmp_path):
+    """The fixture declares no discovery: the run says so before it starts (here it then
+    stops at an unwritable --data, so nothing runs)."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    proc = run_cli("run", "--ecosystem", INVENTORY, "--data", str(blocker / "data"))
+    warning, error = proc.stderr.strip().splitlines()
+    assert warning.startswith("warning: ecosystem inventory declares no discovery")
+    assert proc.returncode == 2 and "cannot write the dataset" in error
+
+
 def test_malformed_spec_through_the_cli(tmp_path):
     import shutil
     eco = tmp_path / "broken"
