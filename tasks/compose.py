@@ -69,10 +69,18 @@ _FUNCTION_WORDS = frozenset({
 })
 
 
+_ARTICLES = frozenset({"a", "an", "the"})
+
+
 def _noun_before(source: str, param: str) -> str | None:
-    """The noun just before ``{{ param }}`` in ``source`` (not a function word), if any."""
-    m = re.search(rf"(\w+) \{{\{{\s*{re.escape(param)}\s*\}}\}}", source)
-    return m.group(1) if m and m.group(1).lower() not in _FUNCTION_WORDS else None
+    """The noun that only announces ``{{ param }}`` in ``source`` (``ticket`` in "of ticket
+    {{ ticket }}"), if any: not a function word, and not the head of a clause an article
+    opens ("the commit {{ ref }} points to" needs its noun whatever ``ref`` is)."""
+    m = re.search(rf"(?:(\w+) )?(\w+) \{{\{{\s*{re.escape(param)}\s*\}}\}}", source)
+    if m is None or m.group(2).lower() in _FUNCTION_WORDS \
+            or (m.group(1) or "").lower() in _ARTICLES:
+        return None
+    return m.group(2)
 
 
 def _names(tool: ToolSpec, param: str) -> bool:
@@ -109,10 +117,14 @@ class Composer:
         change is a line of its own), anything else by what it is."""
         return self.label(u) if u in self.flow.listed else self.ref(u)
 
+    def _literal_args(self, i: int) -> dict[str, str]:
+        """Step ``i``'s arguments as written, a described literal as its description."""
+        return {name: Composed(self.described[v]) if v in self.described else v
+                for name, v in self.trace.steps[i].args.items()}
+
     def args(self, i: int) -> dict[str, str]:
         """Step ``i``'s arguments, those bound to a folded step as its phrase."""
-        args: dict[str, str] = {name: Composed(self.described[v]) if v in self.described
-                                else v for name, v in self.trace.steps[i].args.items()}
+        args = self._literal_args(i)
         for name, u in self._folded(i).items():
             args[name] = Composed(self._name(u))
         return args
@@ -175,8 +187,7 @@ class Composer:
         """Step ``i``'s own words: its label and intent with every composed input left
         out, so a literal found there is the step's own, not one a nested phrase carries."""
         tool = self._tool(i)
-        args: dict[str, str] = {name: Composed(self.described[v]) if v in self.described
-                                else v for name, v in self.trace.steps[i].args.items()}
+        args = self._literal_args(i)
         args.update({name: Composed("...") for name in self._folded(i)})
         sources = [tool.intent]
         if tool.returns.label or tool.returns.from_param:

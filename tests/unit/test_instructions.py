@@ -214,7 +214,7 @@ def branch_task():
     ], "7")
 
 
-GREP = "the lines of `logs/app.log` that contain the text `ERROR`, in their original order"
+GREP = "the lines that contain the text `ERROR` in `logs/app.log`, in their original order"
 
 
 def test_goal_style_states_deliverables_only_composing_what_they_consume():
@@ -429,7 +429,30 @@ def test_a_looked_up_value_is_explained_where_a_later_step_uses_it(style):
     assert item.step == 1
     if style == "goal":  # the lookup's label names the customer
         assert "`17`" not in item.text
-        assert "the customer whose orders with status `shipped` add up" in item.text
+        assert ("whose customer_id is the customer_id of the customer whose orders with "
+                "status `shipped` add up") in item.text
     else:
         assert ("(`17` is the customer_id of the customer whose orders with status `shipped`"
                 in item.text)
+
+
+def test_a_noun_an_article_opens_stays_before_a_composed_value():
+    """"the commit {{ ref }} points to" keeps its noun when ``ref`` is a lookup's phrase
+    that merely mentions a commit ("the branch whose tip commit ..."): no "the the"."""
+    git = load_ecosystem("git")
+    graph = WorkflowGraph(ecosystem="git", shape="chain", steps=[
+        Step(id="s1", tool="stalest_branch", bind={}),
+        Step(id="s2", tool="tag_annotated", bind={
+            "ref": Binding(kind="step", step="s1"),
+            "name": Binding(kind="literal", value="release-candidate"),
+            "message": Binding(kind="literal", value="Candidate build")})])
+    trace = Trace(steps=[
+        _step("s1", "stalest_branch", {}, stdout="feature/x\n").model_copy(
+            update={"output": "feature/x", "output_type": "git.ref.head"}),
+        _step("s2", "tag_annotated", {"ref": "feature/x", "name": "release-candidate",
+                                      "message": "Candidate build"})])
+    checks = [Check(kind="state", section="refs", key="refs/tags/release-candidate",
+                    expected="x")]
+    text = render_instruction(git, graph, trace, seed=1, style="goal", checks=checks).text
+    assert "the the " not in text and "`feature/x`" not in text
+    assert "on the commit the branch whose tip commit" in text
