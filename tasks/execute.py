@@ -35,7 +35,7 @@ def execute_graph(env: LiveEnvironment, eco: Ecosystem, candidate: Candidate,
         run.reset()
         try:
             st = run_step(run.sandbox, eco, candidate, step, run.outputs, run.discovered(),
-                          run.shown(step))
+                          run.shown(step), run.known_state())
         except StageFailure as failure:
             run.dirty = run.dirty or eco.spec.tool(step.tool).effect == "write"
             fix = None

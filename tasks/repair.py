@@ -71,6 +71,13 @@ class Run:
                                    rediscover=self.env_changed)
             self.dirty = self.env_changed = False
 
+    def known_state(self) -> dict | None:
+        """The sandbox's probe state when it is known without probing it: the initial
+        state, while the kept steps are all reads (a read changes nothing) and nothing
+        failed since the last :meth:`reset`."""
+        reads = all(self.eco.spec.tool(st.tool).effect == "read" for st in self.steps)
+        return self.env.before if reads and not self.dirty else None
+
     def discovered(self) -> set[str]:
         """The discovery commands run before the kept steps (each runs once)."""
         return {d.command for st in self.steps for d in st.discoveries}
@@ -92,7 +99,7 @@ class Run:
         self.reset()
         try:
             return run_step(self.sandbox, self.eco, self.candidate, step, self.outputs,
-                            self.discovered(), self.shown(step))
+                            self.discovered(), self.shown(step), self.known_state())
         except StageFailure:
             self.dirty = self.dirty or self.eco.spec.tool(step.tool).effect == "write"
             return None

@@ -104,7 +104,7 @@ def _check_not_degenerate(sandbox: Sandbox, tool: ToolSpec, output: object) -> N
 
 
 def _resolve(step: Step, tool: ToolSpec, candidate: Candidate, sandbox: Sandbox, eco: Ecosystem,
-             outputs: dict[str, object]) -> dict[str, str]:
+             outputs: dict[str, object], state: dict | None = None) -> dict[str, str]:
     args: dict[str, str] = {}
     for p in tool.params:
         b = step.bind[p.name]
@@ -112,7 +112,6 @@ def _resolve(step: Step, tool: ToolSpec, candidate: Candidate, sandbox: Sandbox,
             args[p.name] = str(outputs[b.step or ""])
         elif b.kind in ("state", "literal"):
             args[p.name] = str(b.value)
-    state: dict | None = None
     for p in tool.params:
         b = step.bind[p.name]
         if b.kind != "sample":
@@ -141,7 +140,7 @@ def _resolve(step: Step, tool: ToolSpec, candidate: Candidate, sandbox: Sandbox,
 
 def run_step(sandbox: Sandbox, eco: Ecosystem, candidate: Candidate, step: Step,
              outputs: dict[str, object], done: set[str] | None = None,
-             shown: str = "") -> StepTrace:
+             shown: str = "", state: dict | None = None) -> StepTrace:
     """Resolve, run, parse and check one step; raises StageFailure (with ``step_args`` and
     ``call``, what an LLM repairer is shown) when it fails.
 
@@ -149,9 +148,11 @@ def run_step(sandbox: Sandbox, eco: Ecosystem, candidate: Candidate, step: Step,
     the step triggers run first, once its arguments are known (:mod:`tasks.discovery`).
     ``shown`` is what the task will already write out when this read's result is its
     answer (the kept steps' phrases): an answer found there is ``degenerate`` (the task
-    would hand the solver its answer), so a repair draws the read's arguments again."""
+    would hand the solver its answer), so a repair draws the read's arguments again.
+    ``state``, when given, is the sandbox's probe state now: samplers draw from it instead
+    of a new probe."""
     tool = eco.spec.tool(step.tool)
-    args = _resolve(step, tool, candidate, sandbox, eco, outputs)
+    args = _resolve(step, tool, candidate, sandbox, eco, outputs, state)
     found = [] if done is None else run_discoveries(sandbox, eco, tool, args, done)
     command = render_command(tool, args)
     result = sandbox.exec(["bash", "-c", command], timeout=tool.timeout_s)
