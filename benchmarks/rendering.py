@@ -20,7 +20,7 @@ from schemas.graph import WorkflowGraph
 from schemas.trace import Trace
 from schemas.verifier import Check
 from tasks.dataset.query import connect
-from tasks.instruct import render_instruction
+from tasks.instruct import context_text, render_instruction
 from tasks.preserve import check_items_preserved, check_preserved, required_literals
 from tasks.trajectories import render_trajectories
 
@@ -42,7 +42,7 @@ def render_all(tasks: list[tuple]) -> float:
         required = required_literals(eco.spec, graph, trace, checks)
         instruction = render_instruction(eco, graph, trace, seed, style)
         check_preserved(instruction.text, required)
-        check_items_preserved(instruction.items, required, eco.spec.context)
+        check_items_preserved(instruction.items, required, context_text(eco, style))
         render_trajectories(eco, graph, "task", "run", instruction, trace, seed)
     return time.perf_counter() - t0
 

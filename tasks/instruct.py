@@ -28,6 +28,7 @@ import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import jinja2
@@ -49,9 +50,9 @@ _RNG_NAMES = {"goal": "deliverables", "spec": "goal", "step": "step"}
 """The name each style's wording draws are seeded with (``spec`` keeps the one it had when
 it was called goal, so its text is unchanged)."""
 
-_PAGE = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=False,
-                           undefined=jinja2.StrictUndefined, trim_blocks=True,
-                           ).get_template("instruction.md.j2")
+_JINJA = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=False,
+                            undefined=jinja2.StrictUndefined, trim_blocks=True)
+_PAGE = _JINJA.get_template("instruction.md.j2")
 _NUMBERS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
             "ten", "eleven", "twelve"]
 
@@ -197,6 +198,18 @@ def _describes(eco: Ecosystem, graph: WorkflowGraph, trace: Trace,
                for bound in ups for u in bound.values())
 
 
+@lru_cache(maxsize=64)
+def _context_template(source: str) -> jinja2.Template:
+    return _JINJA.from_string(source)
+
+
+def context_text(eco: Ecosystem, style: InstructionStyle) -> str:
+    """The ecosystem's ``context`` as an instruction of ``style`` writes it: a jinja2
+    template with ``style`` (so that, say, a goal-level task leaves the database file for
+    the solver to find while the other styles name it)."""
+    return _context_template(eco.spec.context).render(style=style).strip()
+
+
 def render_instruction(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed: int,
                        style: InstructionStyle = DEFAULT_STYLE,
                        checks: Sequence[Check] = (),
@@ -223,7 +236,7 @@ def render_instruction(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed:
         verb = rng.choice(verbs[kind]) if verbs else ""
         lines.append(layout.format(i=n, verb=verb, target=item.target, text=item.text))
     paragraphs = []
-    context = eco.spec.context.strip()
+    context = context_text(eco, style)
     if context:
         paragraphs.append(_pick(rng, PHRASES["context_labels"])[1] + context)
     if _ordered(style, eco, trace, items):

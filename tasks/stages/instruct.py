@@ -5,6 +5,7 @@ task's answer; with an LLM, its paraphrase replaces it when the paraphrase holds
 from __future__ import annotations
 
 from schemas.records import StageName
+from tasks.instruct import context_text
 from tasks.leaks import check_not_leaked
 from tasks.paraphrase import paraphrase_instruction
 from tasks.preserve import check_items_preserved, check_preserved, required_literals
@@ -26,7 +27,7 @@ class Instruct:
                                      draft.style,
                                      {x: d.shown for x, d in ctx.descriptions.items()})
         check_preserved(draft.text, required)
-        check_items_preserved(draft.items, required, ctx.eco.spec.context)
+        check_items_preserved(draft.items, required, context_text(ctx.eco, draft.style))
         check_not_leaked(ctx.trace.answer, draft.text, draft.items)
         ctx.required = required
         ctx.instruction = draft

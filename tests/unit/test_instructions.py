@@ -12,7 +12,15 @@ from schemas.trace import Observation, StepTrace, Trace
 from schemas.verifier import Check
 from tasks.deliverables import flow, goal_checks
 from tasks.failures import StageFailure
-from tasks.instruct import PHRASES, STYLES, Item, render_instruction, render_phrase, structure
+from tasks.instruct import (
+    PHRASES,
+    STYLES,
+    Item,
+    context_text,
+    render_instruction,
+    render_phrase,
+    structure,
+)
 from tasks.leaks import check_not_leaked, leaked_in
 from tasks.preserve import (
     ANSWER_ESSENTIALS,
@@ -243,7 +251,7 @@ def test_goal_checks_and_required_literals_leave_intermediates_out():
     assert required.spans == ("logs/app.log", "ERROR", "out/sorted_unique.txt", "answer.txt")
     goal = render_instruction(FILES, graph, trace, seed=4, style="goal")
     check_preserved(goal.text, required)
-    check_items_preserved(goal.items, required, FILES.spec.context)
+    check_items_preserved(goal.items, required, context_text(FILES, "goal"))
     # the composed line must carry the literals of the steps composed into it
     broken = [replace(goal.items[0], text="the distinct lines of the grep output")]
     with pytest.raises(StageFailure, match="lacks `logs/app.log`"):
@@ -344,7 +352,7 @@ def test_a_record_the_environment_creates_is_delivered_even_when_read_back():
     assert {"28", "Fix login"} <= set(required.spans)
     goal = render_instruction(service, graph, trace, seed=0, checks=kept)
     check_preserved(goal.text, required)
-    check_items_preserved(goal.items, required, service.spec.context)
+    check_items_preserved(goal.items, required, context_text(service, "goal"))
     assert [i.target for i in goal.items] == ["ticket `28`", "`answer.txt`"]
 
 
@@ -424,7 +432,7 @@ def test_a_looked_up_value_is_explained_where_a_later_step_uses_it(style):
     assert "shipped" in required.spans and "17" not in required.spans
     instruction = render_instruction(sql, graph, trace, seed=3, style=style, checks=checks)
     check_preserved(instruction.text, required)
-    check_items_preserved(instruction.items, required, sql.spec.context)
+    check_items_preserved(instruction.items, required, context_text(sql, style))
     [item] = instruction.items
     assert item.step == 1
     if style == "goal":  # the lookup's label names the customer
@@ -456,3 +464,13 @@ def test_a_noun_an_article_opens_stays_before_a_composed_value():
     text = render_instruction(git, graph, trace, seed=1, style="goal", checks=checks).text
     assert "the the " not in text and "`feature/x`" not in text
     assert "on the commit the branch whose tip commit" in text
+
+
+def test_the_context_names_the_database_file_except_in_the_goal_style():
+    """sql's context is a template: a goal-level task leaves `shop.db` to be found (a
+    describer names it), the fully specified styles name it."""
+    sql = load_ecosystem("sql")
+    goal, spec, step = (context_text(sql, s) for s in ("goal", "spec", "step"))
+    assert "shop.db" not in goal and "{%" not in goal
+    assert "The shop's SQLite database `shop.db` (tables" in spec and spec == step
+    assert goal.startswith("The shop's SQLite database (tables `customers`")
