@@ -211,9 +211,11 @@ class Sandbox(_ClosesOnExit, abc.ABC):
         A snapshot can be restored any number of times."""
 
     def close(self) -> None:
-        """Release the sandbox and everything in it.  Idempotent and thread-safe: the
-        first call marks it closed (verbs in flight then raise ``SandboxClosedError``),
-        tells the provider, and releases it; later calls return at once."""
+        """Release the sandbox and everything in it (a backend may keep what held it, once
+        emptied, for its provider's next sandbox: see ``DockerConfig.reuse``).  Idempotent
+        and thread-safe: the first call marks it closed (verbs in flight then raise
+        ``SandboxClosedError``), tells the provider, and releases it; later calls return
+        at once."""
         with self._close_lock:
             if self._closed:
                 return

@@ -5,6 +5,14 @@ no-new-privileges, a pids limit, memory == memory+swap, a CPU quota and uid 1000
 command is the sandbox's first runner (below), then ``sleep infinity``.
 Containers carry the labels ``taskfactory.run`` and ``taskfactory.owner_pid`` for ``reap``.
 
+With ``DockerConfig.reuse`` (the default), a closed sandbox's container is not removed
+but reset by its runner and kept for the provider's next sandbox: every other process
+of the sandbox user KILLed, every place it may write emptied (``mounts.reset_places``;
+the root filesystem is read-only), and the container kept only when nothing a fresh one
+would not have is left (``runner.reset``).  A new container costs the engine ~200 ms of
+CPU, a reset a few ms.  The provider keeps at most ``MAX_IDLE`` such containers and
+removes them when it closes; a reused container keeps its first sandbox's labels.
+
 How verbs reach the container depends on ``DockerConfig.exec_via``:
 
 - ``"runner"`` (default): one runner process per sandbox inside the container
@@ -26,11 +34,12 @@ Both keep the same contract (the conformance suite runs against each).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import posixpath
 import re
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import docker
 import docker.errors
@@ -44,7 +53,7 @@ from environments.docker.exec_path import (
     put_files,
 )
 from environments.docker.faults import ENGINE_ERRORS, EngineUnreachableError, as_infrastructure
-from environments.docker.mounts import SNAP_ROOT, scratch_mounts
+from environments.docker.mounts import SNAP_ROOT, reset_places, scratch_mounts
 from environments.docker.runner_channel import (
     RunnerChannel,
     RunnerFileError,
@@ -67,10 +76,13 @@ from environments.sandbox import (
 if TYPE_CHECKING:
     from environments.docker.config import DockerConfig
 
+log = logging.getLogger(__name__)
+
 RUN_LABEL = "taskfactory.run"
 OWNER_LABEL = "taskfactory.owner_pid"
 API_TIMEOUT = 60
 SNAPSHOT_TIMEOUT_S = 600
+MAX_IDLE = 8  # reset containers a provider keeps for its next sandboxes
 _SNAPSHOT_SH = 'set -e; umask 077; mkdir -p "$1"; cp -a "$2/." "$1/"'
 _RESTORE_SH = (
     'set -e; test -d "$1" || { echo "snapshot $1 is gone" >&2; exit 3; }; '
@@ -94,21 +106,31 @@ def _remove(api: docker.APIClient, container_id: str) -> bool:
         raise as_infrastructure(e, what) or SandboxError(f"{what}: {e}") from e
 
 
+class _Idle(NamedTuple):
+    """A reset container waiting for its next sandbox."""
+
+    container_id: str
+    name: str
+    labels: dict[str, str]
+    runners: RunnerSlot
+
+
 class DockerSandbox(Sandbox):
     """A running container; ``workdir`` is the configured one ("/workspace")."""
 
     def __init__(
         self, provider: DockerProvider, container_id: str, name: str, labels: dict[str, str],
-        attached: Hijacked | None = None,
+        attached: Hijacked | None = None, runners: RunnerSlot | None = None,
     ) -> None:
         super().__init__(provider)
+        self._provider: DockerProvider = provider
         self._api, self._cfg = provider.client.api, provider.config
         self.container_id, self.name, self.labels = container_id, name, labels
         self.workdir = provider.config.workdir
         self._snaps: set[str] = set()
         limit = max(2 * self._cfg.output_cap_bytes, DEFAULT_READ_MAX) + 2**20
-        self._runners = RunnerSlot(self._api, container_id, self._cfg.user, limit, name,
-                                   attached)
+        self._runners = runners or RunnerSlot(self._api, container_id, self._cfg.user, limit,
+                                              name, attached)
 
     def _abs(self, path: str) -> str:
         return posixpath.normpath(posixpath.join(self.workdir, path))
@@ -256,10 +278,24 @@ class DockerSandbox(Sandbox):
             raise SandboxError(f"{op} failed in sandbox {self.name}: {res.stderr[-2000:]}")
 
     def _release(self) -> None:
+        if self._provider._keep(self):
+            return
         try:
             _remove(self._api, self.container_id)
         finally:  # the container is gone, so a runner being started fails at once
             self._runners.close()
+
+    def _reset(self) -> list[str]:
+        """Make the container like a fresh one for another sandbox (``runner.reset``);
+        returns why it could not be (empty when it is)."""
+        places, runner = reset_places(self._cfg), self._runners.own()
+        if places is None or runner is None:
+            return ["the root filesystem is writable" if places is None
+                    else "its own runner is gone"]
+        try:
+            return runner.reset(places)
+        except (RunnerGone, RunnerFileError) as e:
+            return [f"the reset failed: {e}"]
 
 
 class DockerProvider(SandboxProvider):
@@ -269,6 +305,7 @@ class DockerProvider(SandboxProvider):
     def __init__(self, config: DockerConfig, run_id: str) -> None:
         super().__init__(run_id)
         self.config = config
+        self._idle: list[_Idle] = []
         try:
             self.client = docker.from_env(timeout=API_TIMEOUT)
             self.client.ping()
@@ -278,7 +315,61 @@ class DockerProvider(SandboxProvider):
                 "`bash environments/engine/ensure-docker.sh`"
             ) from e
 
+    def _keep(self, sb: DockerSandbox) -> bool:
+        """Keep ``sb``'s container for a later sandbox: True when reuse is on, the
+        provider is open and has room, and the container's reset left it clean."""
+        if not self.config.reuse or self.config.exec_via != "runner" or self._closed \
+                or len(self._idle) >= MAX_IDLE:
+            return False
+        dirty = sb._reset()
+        if dirty:
+            log.debug("sandbox %s is not reused: %s", sb.name, "; ".join(dirty[:5]))
+            return False
+        with self._lock:
+            if self._closed:
+                return False
+            self._idle.append(_Idle(sb.container_id, sb.name, sb.labels, sb._runners))
+        return True
+
+    def _reuse(self) -> DockerSandbox | None:
+        """A kept container that still runs, as a new sandbox; None when there is none."""
+        while self.config.reuse:
+            with self._lock:
+                if not self._idle:
+                    return None
+                idle = self._idle.pop()
+            try:
+                running = (self.client.api.inspect_container(idle.container_id)
+                           .get("State") or {}).get("Running")
+            except ENGINE_ERRORS:
+                running = False
+            if running:
+                return DockerSandbox(self, idle.container_id, idle.name, idle.labels,
+                                     runners=idle.runners)
+            self._discard(idle)
+        return None
+
+    def _discard(self, idle: _Idle) -> None:
+        try:
+            with contextlib.suppress(SandboxError):  # else reaped with the run
+                _remove(self.client.api, idle.container_id)
+        finally:
+            idle.runners.close()
+
+    def close(self) -> None:
+        """Close every open sandbox, then remove the kept containers."""
+        try:
+            super().close()
+        finally:
+            with self._lock:
+                idle, self._idle = self._idle, []
+            for container in idle:
+                self._discard(container)
+
     def _create(self, labels: dict[str, str]) -> DockerSandbox:
+        reused = self._reuse()
+        if reused is not None:
+            return reused
         cfg = self.config
         # our labels win over caller labels: reap depends on them
         all_labels = {**labels, RUN_LABEL: self.run_id, OWNER_LABEL: str(os.getpid())}

@@ -47,6 +47,11 @@ class DockerConfig(BackendConfig):
     home: str = "/home/agent"
     """The sandbox user's home in the image (made an in-memory place, starting empty)."""
     init: bool = True
+    reuse: bool = True
+    """A closed sandbox's container is reset and kept for the provider's next sandbox when
+    the reset leaves nothing a fresh container would not have (processes, files, IPC
+    objects, sockets); see :mod:`environments.docker.backend`.  False: every sandbox gets
+    a new container, removed when it closes."""
     # "runner": verbs go through one long-lived process per sandbox inside the container
     # (a few ms per command); "docker-exec": one `docker exec` per command (~50 ms).
     exec_via: Literal["runner", "docker-exec"] = "runner"

@@ -64,3 +64,16 @@ def scratch_mounts(cfg: DockerConfig) -> Scratch:
         if cfg.home:
             mounts.append(volume(cfg.home, cfg.tmp_mb, "0755"))
     return Scratch(mounts, tmpfs, read_only=bool(cfg.workdir_mb and cfg.tmp_mb))
+
+
+def reset_places(cfg: DockerConfig) -> list[tuple[str, int | None]] | None:
+    """The places a reset empties before the container serves another sandbox (path, and
+    the mode the directory must have, or None where the sandbox user does not own it);
+    None when the root filesystem is writable (then nothing short of a new container is
+    known to be clean)."""
+    if not scratch_mounts(cfg).read_only:
+        return None
+    own = [(cfg.workdir, 0o755), (SNAP_ROOT, 0o700)]
+    if cfg.home:
+        own.append((cfg.home, 0o755))
+    return [*own, *((d, None) for d in (*SHARED_DIRS, "/dev/shm"))]

@@ -163,6 +163,15 @@ class RunnerChannel:
         header, _ = self.request({"op": op, "src": src, "dst": dst}, b"", TREE_TIMEOUT_S)
         _raise_file_error(header)
 
+    def reset(self, places: list[tuple[str, int | None]]) -> list[str]:
+        """KILL the sandbox user's other processes and empty ``places`` (path, mode or
+        None); returns what still differs from a fresh container (``runner.reset``).
+        RunnerGone."""
+        header, _ = self.request({"op": "reset", "places": [list(p) for p in places]}, b"",
+                                 FILE_TIMEOUT_S)
+        _raise_file_error(header)
+        return [str(d) for d in header["dirty"]]
+
     # ---- channel -------------------------------------------------------------------------
     def request(self, header: dict[str, Any], blob: bytes, wait_s: float
                 ) -> tuple[dict[str, Any], bytes]:  # fmt: skip
@@ -310,6 +319,13 @@ class RunnerSlot:
             self._backoff = 0.0
             self._runner = runner
             return runner
+
+    def own(self) -> RunnerChannel | None:
+        """The runner (started now if it was not yet) when it is the container's own
+        command, whose parent is the container's main shell, so it may reset the
+        container; else None."""
+        runner = self.get()
+        return runner if runner is not None and runner.exec_id is None else None
 
     def close(self) -> None:
         """Close the runner and start no other. Idempotent."""

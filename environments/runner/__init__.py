@@ -1,7 +1,7 @@
 """The in-container command runner: its modules, and how one is started in a container.
 
-``protocol``, ``files``, ``procs``, ``pyfork``, ``watch`` and ``agent`` use the standard
-library only.
+``protocol``, ``files``, ``procs``, ``pyfork``, ``watch``, ``reset`` and ``agent`` use the
+standard library only.
 Nothing is copied into the image: ``launch_argv()`` is a one-line ``python3 -c`` bootstrap
 that reads ``payload()`` from stdin (the modules' sources and a loader) and runs it. A
 sandbox's first runner is its container's command (``container_argv()``); later ones, after
@@ -15,7 +15,8 @@ from pathlib import Path
 
 MODULES = ("environments.runner.protocol", "environments.runner.files",
            "environments.runner.procs", "environments.runner.pyfork",
-           "environments.runner.watch", "environments.runner.agent")  # dependency order
+           "environments.runner.watch", "environments.runner.reset",
+           "environments.runner.agent")  # dependency order
 
 # The host sends nothing after the payload until the runner's hello, so the buffered read
 # cannot swallow part of the first request.

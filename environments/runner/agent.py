@@ -54,6 +54,7 @@ from environments.runner.procs import (
 )
 from environments.runner.protocol import FrameReader, encode_frame
 from environments.runner.pyfork import is_python_stdin, preload, spawn_python
+from environments.runner.reset import reset
 from environments.runner.watch import CHUNK, Watch
 
 TYPE_CHECKING = False  # typing is not imported at run time: the runner starts fast
@@ -122,6 +123,8 @@ class Runner:
                 header = write_files(req["files"], blob)
             elif op in ("snapshot", "restore"):
                 header = (copy_tree if op == "snapshot" else restore_tree)(req["src"], req["dst"])
+            elif op == "reset":
+                header = reset(req["places"])
             else:
                 header = {"error": "failed", "message": f"unknown op {op!r}"}
         except FileOpError as e:

@@ -126,6 +126,40 @@ def _open_up(path: str) -> None:
             _open_up(entry.path)
 
 
+def _remove_entries(path: str, skip: tuple[str, ...] = ()) -> None:
+    """Remove everything in directory ``path`` (read-only directories included) but the
+    entries at the paths in ``skip``."""
+    import shutil
+
+    _open_up(path)
+    for entry in os.scandir(path):
+        if entry.path in skip:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path)
+        else:
+            os.unlink(entry.path)
+
+
+def empty_dir(path: str, mode: int | None, skip: tuple[str, ...] = ()) -> list[str]:
+    """Empty directory ``path`` but the entries at the paths in ``skip`` (mount points of
+    other places) and, with ``mode``, give it that mode; returns what is left over that
+    should not be: the entries it could not remove, or ``path`` with a wrong mode."""
+    try:
+        _remove_entries(path, skip)
+        if mode is not None:
+            os.chmod(path, mode)
+    except OSError:
+        pass
+    try:
+        left = [e.path for e in os.scandir(path) if e.path not in skip]
+        if mode is not None and stat.S_IMODE(os.stat(path).st_mode) != mode:
+            left.append(f"{path} (mode)")
+    except OSError as e:
+        left = [f"{path} ({e.strerror or e})"]
+    return left
+
+
 def restore_tree(src: str, dst: str) -> dict[str, Any]:
     """Make directory ``dst`` an exact copy of ``src`` again: everything in it is removed
     (read-only directories included), then ``src`` is copied in, with its mode and times."""
@@ -134,12 +168,7 @@ def restore_tree(src: str, dst: str) -> dict[str, Any]:
     if not os.path.isdir(src):
         raise FileOpError("notfound", f"snapshot {src} is gone")
     try:
-        _open_up(dst)
-        for entry in os.scandir(dst):
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path)
-            else:
-                os.unlink(entry.path)
+        _remove_entries(dst)
         shutil.copytree(src, dst, symlinks=True, copy_function=_copy, dirs_exist_ok=True)
         shutil.copystat(src, dst)
     except (OSError, shutil.Error) as e:

@@ -7,6 +7,10 @@ import os
 import signal
 import time
 
+TYPE_CHECKING = False  # typing is not imported at run time: the runner starts fast
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 
 def signal_group(pgid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -83,32 +87,61 @@ def kill_strays(marker: str, since: float | None, keep: tuple[int, ...] = (),
 
     A process forked by the runner without an exec (``pyfork``) shows the runner's
     environment, so a concurrent exec's forked ``python3 -`` counts as carrying no id."""
-    tag, me, uid = f"{MARKER}={marker}".encode(), os.getpid(), os.getuid()
+    tag = f"{MARKER}={marker}".encode()
+
+    def stray(pid: int, fields: list[bytes], env: list[bytes]) -> bool:
+        ours = tag in env
+        unmarked = not any(e.startswith(f"{MARKER}=".encode()) for e in env)
+        started = int(fields[19])
+        new = since is not None and (started > int(since) or (
+            started == int(since) and pid >= first_pid))
+        return ours or (unmarked and new)
+
+    return _sweep(stray, keep)
+
+
+def kill_all(keep: tuple[int, ...] = ()) -> int:
+    """KILL every process of this uid but this one, its parent, pid 1 and ``keep``;
+    returns how many were killed."""
+    return _sweep(lambda pid, fields, env: True, keep)
+
+
+def survivors(keep: tuple[int, ...] = ()) -> list[int]:
+    """The live (not zombie) processes of this uid but this one, its parent, pid 1 and
+    ``keep``."""
+    return [pid for pid, _, _ in _processes(keep)]
+
+
+def _processes(keep: tuple[int, ...]) -> list[tuple[int, list[bytes], list[bytes]]]:
+    """(pid, stat fields after the name, environment) of each live process of this uid,
+    but this one, its parent, pid 1 and ``keep``."""
+    me, uid = os.getpid(), os.getuid()
     spared = {me, os.getppid(), 1, *keep}
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in spared:
+            continue
+        try:
+            if os.stat(f"/proc/{name}").st_uid != uid:
+                continue
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            with open(f"/proc/{name}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except (OSError, IndexError):
+            continue
+        if fields[0] != b"Z":
+            found.append((int(name), fields, env))
+    return found
+
+
+def _sweep(select: Callable[[int, list[bytes], list[bytes]], bool],
+           keep: tuple[int, ...]) -> int:
+    """KILL the processes of :func:`_processes` that ``select`` picks, three rounds (one
+    being killed may have forked meanwhile); returns how many were killed."""
     killed = 0
-    for _ in range(3):  # a process being killed may have forked meanwhile
-        found = []
-        for name in os.listdir("/proc"):
-            if not name.isdigit() or int(name) in spared:
-                continue
-            try:
-                if os.stat(f"/proc/{name}").st_uid != uid:
-                    continue
-                with open(f"/proc/{name}/stat", "rb") as f:
-                    fields = f.read().rsplit(b")", 1)[1].split()
-                with open(f"/proc/{name}/environ", "rb") as f:
-                    env = f.read().split(b"\0")
-            except (OSError, IndexError):
-                continue
-            if fields[0] == b"Z":
-                continue
-            ours = tag in env
-            unmarked = not any(e.startswith(f"{MARKER}=".encode()) for e in env)
-            started = int(fields[19])
-            new = since is not None and (started > int(since) or (
-                started == int(since) and int(name) >= first_pid))
-            if ours or (unmarked and new):
-                found.append(int(name))
+    for _ in range(3):
+        found = [pid for pid, fields, env in _processes(keep) if select(pid, fields, env)]
         if not found:
             break
         for pid in found:

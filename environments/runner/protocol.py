@@ -14,6 +14,9 @@ its shell sends one last frame, ``{"exit": "NNN"}`` (the exit status, three digi
   ``{error, message}``.
 - ``snapshot {src, dst}`` copies directory ``src`` to the new ``dst``; ``restore {src,
   dst}`` makes ``dst`` an exact copy of ``src`` again -> ``{}`` or ``{error, message}``.
+- ``reset {places: [[path, mode], ...]}`` KILLs the sandbox user's other processes and
+  empties ``places`` -> ``{dirty: [what still differs from a fresh container, ...]}``
+  (``runner.reset``).
 
 ``error`` is one of ``ERRORS``: ``denied`` and ``isdir`` on a write mean the host should
 use the engine's archive calls instead (they run as root and replace directories).

@@ -147,7 +147,11 @@ def test_an_extra_stage_that_rejects_gives_a_rejected_attempt_and_closes_the_san
     if isinstance(backend, DockerConfig):
         client = docker.from_env()
         label = f"taskfactory.candidate={candidate.candidate_id}"
-        assert client.containers.list(all=True, filters={"label": label}) == []
+        for kept in client.containers.list(all=True, filters={"label": label}):
+            # kept for the next sandbox (DockerConfig.reuse): then it was reset
+            leftovers = kept.exec_run(["find", "/workspace", "/tmp", "-mindepth", "1",
+                                       "-not", "-path", "/tmp/.tf-snap"], user="1000")
+            assert leftovers.output == b""
 
 
 def _gated(candidate, backend, style):

@@ -499,9 +499,10 @@ def test_docker_writable_places_are_capped_and_never_reach_the_disk(dsb: Sandbox
 
 
 @pytest.mark.docker
-def test_docker_scratch_volumes_go_with_their_container(providers: _Providers) -> None:
+def test_docker_scratch_volumes_go_with_their_container() -> None:
     client = _docker_client()
-    with providers.get("docker").sandbox(labels={"test": "volume"}) as s:
+    provider = make_provider(DockerConfig(reuse=False), f"{RUN_ID}-volumes")
+    with provider.sandbox(labels={"test": "volume"}) as s:
         mounts = client.containers.get(s.container_id).attrs["Mounts"]  # type: ignore[attr-defined]
         assert {(m["Type"], m["Destination"]) for m in mounts} == {
             ("volume", p) for p in ("/workspace", "/tmp", "/var/tmp", "/run/lock", "/home/agent")}
@@ -511,13 +512,68 @@ def test_docker_scratch_volumes_go_with_their_container(providers: _Providers) -
     for m in mounts:
         with pytest.raises(docker.errors.NotFound):
             client.volumes.get(m["Name"])
+    provider.close()
+
+
+_MESS = ("mkdir -p ro/in && touch ro/in/f && chmod 555 ro/in ro && chmod 700 . && "
+         "touch /tmp/t /var/tmp/t /run/lock/t /home/agent/.profile /dev/shm/t && "
+         "setsid sleep 600 </dev/null >/dev/null 2>&1 & nohup sleep 600 >/dev/null 2>&1 &")
+_SERVER_TIME_WAIT = (  # the server closes first: its port is left in TIME_WAIT
+    "import socket; s = socket.create_server(('127.0.0.1', 8123)); "
+    "c = socket.create_connection(('127.0.0.1', 8123)); a, _ = s.accept(); a.close(); "
+    "c.recv(1); c.close()")
 
 
 @pytest.mark.docker
-def test_docker_container_config_and_labels(dsb: Sandbox) -> None:
-    c = _docker_client().containers.get(dsb.container_id)  # type: ignore[attr-defined]
+def test_docker_reuses_a_container_only_after_a_clean_reset() -> None:
+    """A closed sandbox's container serves the next one once its reset left nothing a
+    fresh container would not have: no process but the runner's, every writable place
+    empty (modes as new), no old snapshot.  A server port left in TIME_WAIT is something
+    a fresh container would not have: that container is removed instead."""
+    import docker.errors
+
+    run_id = f"{RUN_ID}-reuse-{uuid.uuid4().hex[:6]}"
+    provider = make_provider(DockerConfig(), run_id)
+    first = provider.open()
+    first.write_files({"a/b.txt": b"x"})
+    assert first.exec(["bash", "-c", _MESS]).exit_code == 0
+    snap = first.snapshot()
+    first.close()
+
+    second = provider.open()
+    assert second.container_id == first.container_id  # type: ignore[attr-defined]
+    places = ["/workspace", "/tmp", "/tmp/.tf-snap", "/var/tmp", "/run/lock", "/home/agent",
+              "/dev/shm"]
+    listing = _lines(second, ["find", *places, "-mindepth", "1", "-not", "-path",
+                              "/tmp/.tf-snap"])
+    assert listing == []
+    assert _lines(second, ["stat", "-c", "%a", "/workspace", "/home/agent", "/tmp/.tf-snap"]) \
+        == ["755", "755", "700"]
+    commands = _lines(second, ["ps", "-e", "--no-headers", "-o", "comm"])
+    assert sorted(commands) == ["docker-init", "ps", "python3", "sh"]  # the runner's, and ps
+    with pytest.raises(SandboxError):
+        second.restore(snap)
+
+    assert second.exec(["python3", "-c", _SERVER_TIME_WAIT]).exit_code == 0
+    second.close()
+    third = provider.open()
+    assert third.container_id != first.container_id  # type: ignore[attr-defined]
+    with pytest.raises(docker.errors.NotFound):
+        _docker_client().containers.get(first.container_id)  # type: ignore[attr-defined]
+    third.close()
+    assert len(_containers(run_id)) == 1  # kept for the next sandbox, until the close
+    provider.close()
+    assert _containers(run_id) == []
+
+
+@pytest.mark.docker
+def test_docker_container_config_and_labels() -> None:
+    run_id = f"{RUN_ID}-labels"
+    with make_provider(DockerConfig(), run_id) as provider, \
+            provider.sandbox(labels={"test": "hardening"}) as dsb:
+        c = _docker_client().containers.get(dsb.container_id)  # type: ignore[attr-defined]
     labels = c.labels
-    assert labels["taskfactory.run"] == RUN_ID and labels["test"] == "hardening"
+    assert labels["taskfactory.run"] == run_id and labels["test"] == "hardening"
     assert labels["taskfactory.owner_pid"] == str(os.getpid())
     hc = c.attrs["HostConfig"]
     assert hc["NetworkMode"] == "none" and hc["CapDrop"] == ["ALL"] and hc["Init"] is True
