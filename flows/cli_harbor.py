@@ -146,5 +146,5 @@ def _line(report: FolderReport) -> str:
 
 def _failed(report: FolderReport) -> str:
     bad = [c for c in report.controls if not c.ok]
-    return "; ".join(f"{c.name}: {c.error or f'reward {c.reward}, solve exit {c.solve_exit}'}"
+    return "; ".join(f"{c.name}: {c.error or f'reward {c.reward}, solve {c.solved}'}"
                      for c in bad)

@@ -3,11 +3,19 @@
 Every ``{{ expr }}`` of a tool's command template is shell-quoted on render;
 ``{{ v | sql }}`` renders a SQL string literal for use inside a double-quoted statement
 and ``{{ obj | json }}`` a JSON document (both already safe for the shell).
+
+Tool commands run under one set of shell options, :data:`SHELL_OPTIONS`, in execution
+(:func:`shell_argv`) and in ``solve.sh``: a failing command, a failing stage of a pipeline
+(``... | sed``) or an unset variable fails the step, so what passes execution passes the
+gate's reference run.  ``solve.sh`` names the line it failed at on stderr
+(:func:`solution_failure` reads it back); a failed command is summarized the same way in
+both places (:func:`failure_summary`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shlex
 
 import jinja2
@@ -16,6 +24,35 @@ from schemas.ecosystem import ToolSpec
 from schemas.trace import StepTrace, Trace
 
 ANSWER_FILE = "answer.txt"
+SHELL_OPTIONS = "set -euo pipefail"
+"""bash's errexit, nounset and pipefail: how every tool command runs."""
+FAILED_AT = "solve.sh failed at line"
+_ERR_TRAP = f"trap 'echo \"{FAILED_AT} $LINENO with exit $?: $BASH_COMMAND\" >&2' ERR"
+_FAILED_LINE = re.compile(rf"{FAILED_AT} (\d+) with exit (\d+): (.*)")
+
+
+def shell_argv(command: str) -> list[str]:
+    """How a tool command runs in a sandbox: bash -c, under :data:`SHELL_OPTIONS`."""
+    return ["bash", "-c", f"{SHELL_OPTIONS}\n{command}"]
+
+
+def failure_summary(exit_code: int, stderr: str) -> str:
+    """``exit N: <last line of stderr>``: a failed command, in execution and in the gate."""
+    last = stderr.strip().splitlines()[-1:] or [""]
+    return f"exit {exit_code}: {last[0]}"
+
+
+def solution_failure(exit_code: int, stderr: str) -> str:
+    """Where a ``solve.sh`` run failed, from the line its ERR trap printed: ``line N
+    (`command`) exit N: <the command's last stderr line>``; the plain
+    :func:`failure_summary` when no line was named (it did not fail, or was killed)."""
+    lines = stderr.strip().splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        if found := _FAILED_LINE.fullmatch(lines[i]):
+            line, code, command = found.groups()
+            own = "\n".join(x for x in lines[:i] if not _FAILED_LINE.fullmatch(x))
+            return f"line {line} (`{command}`) {failure_summary(int(code), own)}"
+    return failure_summary(exit_code, stderr)
 
 
 class _Raw(str):
@@ -67,7 +104,8 @@ def solution_script(trace: Trace, answer_file: str = ANSWER_FILE,
     lines = [
         "#!/usr/bin/env bash",
         "# Reference solution: the commands of the validated trace, in order.",
-        "set -euo pipefail",
+        SHELL_OPTIONS,
+        _ERR_TRAP,
         'cd "${TASKFACTORY_WORKDIR:-/workspace}"',
     ]
     chosen = trace.steps if steps is None else steps

@@ -40,7 +40,7 @@ from typing import Literal, Protocol
 from environments.ecosystems import Ecosystem
 from schemas.trace import Trace
 from schemas.verifier import Check
-from tasks.commands import solution_script
+from tasks.commands import solution_failure, solution_script
 from tasks.failures import Reason, StageFailure
 from tasks.shortcuts import Shortcut, shortcut
 
@@ -56,15 +56,23 @@ class Score:
     trials: int = 0
 
 
+@dataclass(frozen=True)
+class Solved:
+    """A solution's run: its exit code and its stderr (the tail of it)."""
+
+    exit_code: int
+    stderr: str = ""
+
+
 class Host(Protocol):
     """Where controls run: one task's environment, in the gate or in Harbor's container."""
 
     def start(self) -> AbstractContextManager[object]:
         """The task's initial state, fresh for one control (left when the control ends)."""
 
-    def solve(self, script: str | None = None) -> int:
+    def solve(self, script: str | None = None) -> Solved:
         """Run ``script`` (None: the task's reference solution) as the agent would, in the
-        workdir; its exit code."""
+        workdir."""
 
     def apply(self, fake: Shortcut) -> None:
         """Write the shortcut's files and run its commands as the agent."""
@@ -88,9 +96,9 @@ class ControlTask:
 
 @dataclass(frozen=True)
 class Acted:
-    """What a control did: a solution's exit code, the answers the verifier must try."""
+    """What a control did: the solution it ran, the answers the verifier must try."""
 
-    solve_exit: int | None = None
+    solved: Solved | None = None
     answers: list[str] | None = None
 
 
@@ -104,7 +112,8 @@ class Control:
     reason: Reason | None = None
     """The gate's rejection reason when the control does not score as expected."""
     failure: str = ""
-    """The rejection's detail, formatted with ``passed``, ``total`` and ``solve_exit``."""
+    """The rejection's detail, formatted with ``passed``, ``total``, ``solve_exit`` and
+    ``solved`` (``exit 0``, or where the solution failed: :func:`solution_failure`)."""
     applies: Callable[[ControlTask], bool] = lambda task: True
 
     def holds(self, reward: float, solve_exit: int | None) -> bool:
@@ -122,7 +131,19 @@ class Trial:
 
     control: Control
     score: Score
-    solve_exit: int | None
+    solved: Solved | None = None
+
+    @property
+    def solve_exit(self) -> int | None:
+        return None if self.solved is None else self.solved.exit_code
+
+    @property
+    def solve_outcome(self) -> str:
+        """``exit 0`` (or nothing run), else where the solution failed (its line, command,
+        exit code and last stderr line: :func:`tasks.commands.solution_failure`)."""
+        solved = self.solved
+        return ("exit 0" if solved is None or solved.exit_code == 0
+                else solution_failure(solved.exit_code, solved.stderr))
 
     @property
     def ok(self) -> bool:
@@ -132,7 +153,8 @@ class Trial:
         """The gate's rejection for a control that did not score as expected."""
         detail = self.control.failure.format(passed=self.score.checks_passed,
                                              total=self.score.checks_total,
-                                             solve_exit=self.solve_exit)
+                                             solve_exit=self.solve_exit,
+                                             solved=self.solve_outcome)
         assert self.control.reason is not None, f"{self.control.name} is measured"
         return StageFailure("validate", self.control.reason, detail)
 
@@ -146,18 +168,18 @@ def _nothing(host: Host, task: ControlTask) -> Acted:
 
 
 def _reference(host: Host, task: ControlTask) -> Acted:
-    return Acted(solve_exit=host.solve())
+    return Acted(solved=host.solve())
 
 
 def _partial(host: Host, task: ControlTask) -> Acted:
     last = _writes(task)[-1]
     steps = [s for s in task.trace.steps if s is not last]
-    return Acted(solve_exit=host.solve(solution_script(task.trace, task.eco.spec.answer_file,
-                                                       steps)))
+    return Acted(solved=host.solve(solution_script(task.trace, task.eco.spec.answer_file,
+                                                   steps)))
 
 
 def _open_loop(host: Host, task: ControlTask) -> Acted:
-    return Acted(solve_exit=host.solve(task.open_loop))
+    return Acted(solved=host.solve(task.open_loop))
 
 
 def _faked(kind: str) -> Callable[[Host, ControlTask], Acted]:
@@ -174,7 +196,7 @@ CONTROLS: tuple[Control, ...] = (
     Control("nop", _nothing, "fail", "baseline_passed",
             "verifier passes on the untouched environment ({passed}/{total} checks)"),
     Control("reference", _reference, "pass", "reference_failed",
-            "reference solution exit {solve_exit}, verifier {passed}/{total} checks"),
+            "reference solution {solved}, verifier {passed}/{total} checks"),
     Control("empty", _faked("empty"), "fail", "empty_outputs_passed",
             PASSES.format("with every output created empty")),
     Control("partial", _partial, "fail", "partial_solution_passed",
@@ -202,4 +224,4 @@ def run_control(host: Host, control: Control, task: ControlTask) -> Trial:
     with host.start():
         acted = control.act(host, task)
         score = host.score(acted.answers)
-    return Trial(control, score, acted.solve_exit)
+    return Trial(control, score, acted.solved)

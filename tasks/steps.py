@@ -21,7 +21,13 @@ from schemas.ecosystem import ToolSpec, type_satisfies
 from schemas.graph import Candidate, Step
 from schemas.records import StageName
 from schemas.trace import Observation, StepTrace
-from tasks.commands import answer_text, render_command, render_shell
+from tasks.commands import (
+    answer_text,
+    failure_summary,
+    render_command,
+    render_shell,
+    shell_argv,
+)
 from tasks.discovery import DISCOVERY_TIMEOUT_S, run_discoveries
 from tasks.failures import StageFailure, user_code_failure
 from tasks.leaks import leaked_in
@@ -46,8 +52,7 @@ def classify(result: ExecResult) -> StageFailure | None:
     ``("path", path)`` when stderr names what was missing."""
     if result.exit_code == 0 and not result.timed_out:
         return None
-    err = result.stderr.strip().splitlines()[-1:] or [""]
-    summary = f"exit {result.exit_code}: {err[0]}"
+    summary = failure_summary(result.exit_code, result.stderr)
     if any(sign in result.stderr for sign in _OUT_OF_RESOURCES):  # a limit bit, even if it
         return StageFailure("execute", "resource", summary)       # then ran out of time
     if result.timed_out:
@@ -155,7 +160,7 @@ def run_step(sandbox: Sandbox, eco: Ecosystem, candidate: Candidate, step: Step,
     args = _resolve(step, tool, candidate, sandbox, eco, outputs, state)
     found = [] if done is None else run_discoveries(sandbox, eco, tool, args, done)
     command = render_command(tool, args)
-    result = sandbox.exec(["bash", "-c", command], timeout=tool.timeout_s)
+    result = sandbox.exec(shell_argv(command), timeout=tool.timeout_s)
     failure = classify(result)
     if failure:
         failure.detail = f"{tool.name}: {failure.detail}"
@@ -200,7 +205,7 @@ def replay(sandbox: Sandbox, eco: Ecosystem, initial: Snapshot, steps: list[Step
                     ["bash", "-c", d.command], timeout=DISCOVERY_TIMEOUT_S).model_dump())})
                 for d in st.discoveries]})
         out.append(st)
-        again = sandbox.exec(["bash", "-c", st.command], timeout=eco.spec.tool(st.tool).timeout_s)
+        again = sandbox.exec(shell_argv(st.command), timeout=eco.spec.tool(st.tool).timeout_s)
         if not same_observation(again, st.observation):
             raise StageFailure(stage, "nondeterministic",
                                f"{st.step_id} {st.tool}: a second execution prints something "

@@ -26,7 +26,7 @@ from environments.ecosystems import Ecosystem
 from environments.sandbox import Sandbox
 from schemas.trace import Trace
 from schemas.verifier import Check, GateResult
-from tasks.controls import ControlTask, Score, Trial, controls_for, run_control
+from tasks.controls import ControlTask, Score, Solved, Trial, controls_for, run_control
 from tasks.failures import StageFailure
 from tasks.open_loop import open_loop_script
 from tasks.realize import LiveEnvironment, probe
@@ -69,11 +69,11 @@ def _same_state(eco: Ecosystem, got: dict, want: dict, what: str,
     raise StageFailure("validate", "nondeterministic", f"{what} at {where}{writer}")
 
 
-def run_solution(sandbox: Sandbox, script: str) -> int:
-    """Run a ``solve.sh`` text in the sandbox's workdir, as the gate does; its exit code."""
+def run_solution(sandbox: Sandbox, script: str) -> Solved:
+    """Run a ``solve.sh`` text in the sandbox's workdir, as the gate does."""
     done = sandbox.exec(["bash", "-s"], stdin=script.encode(), timeout=SOLUTION_TIMEOUT_S,
                         env={"TASKFACTORY_WORKDIR": sandbox.workdir})
-    return done.exit_code
+    return Solved(done.exit_code, done.stderr[-4000:])
 
 
 class SandboxHost:
@@ -88,7 +88,7 @@ class SandboxHost:
         self.env.sandbox.restore(self.env.initial)
         yield self.env.sandbox
 
-    def solve(self, script: str | None = None) -> int:
+    def solve(self, script: str | None = None) -> Solved:
         return run_solution(self.env.sandbox, self.solution_sh if script is None else script)
 
     def apply(self, fake: Shortcut) -> None:

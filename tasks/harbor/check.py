@@ -42,6 +42,8 @@ class ControlReport:
     checks_passed: int | None = None
     checks_total: int | None = None
     solve_exit: int | None = None
+    solved: str = ""
+    """``exit 0``, or where the solution failed (``Trial.solve_outcome``)."""
     error: str = ""
 
     @property
@@ -93,6 +95,7 @@ def _report(host: ContainerHost, control: Control, task: ControlTask) -> Control
     score = trial.score
     report.reward, report.checks_passed = score.reward, score.checks_passed
     report.checks_total, report.solve_exit = score.checks_total, trial.solve_exit
+    report.solved = trial.solve_outcome
     return report
 
 

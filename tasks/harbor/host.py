@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks.controls import Score
+from tasks.controls import Score, Solved
 from tasks.harbor.container import ContainerError, TaskContainer
 from tasks.harbor.export import LOGS_DIR, SOLUTION_DIR, TESTS_DIR
 from tasks.harbor.identity import StateUnreadable, exported_state
@@ -126,9 +126,9 @@ class ContainerHost:
                 raise ContainerError(f"healthcheck never passed: {hc['command']}")
             time.sleep(float(hc.get("start_interval_sec", 1)))
 
-    def solve(self, script: str | None = None) -> int:
+    def solve(self, script: str | None = None) -> Solved:
         """Upload the solution (or ``script`` as ``solve.sh``) and run it like Harbor's
-        oracle agent; its exit code."""
+        oracle agent (its output goes to the agent log; the tail of it is the stderr)."""
         files = folder_files(self.folder / "solution")
         if script is not None:
             files = {"solve.sh": (script.encode(), 0o755)}
@@ -137,7 +137,8 @@ class ContainerHost:
         done = self.box.exec(f"{SOLUTION_DIR}/solve.sh > /logs/agent/oracle.txt 2>&1",
                              user=self.cfg.agent_user, timeout=self.cfg.agent_timeout,
                              env={"DEBIAN_FRONTEND": "noninteractive"})
-        return done.exit_code
+        log = self.box.exec("tail -c 4000 /logs/agent/oracle.txt", user="root", timeout=30)
+        return Solved(done.exit_code, log.output if log.exit_code == 0 else "")
 
     def apply(self, fake: Shortcut) -> None:
         if fake.files:

@@ -54,6 +54,7 @@ BROKEN_TOOLS: dict[str, dict[str, str]] = {"faults": {
     "take_lines": "binding", "explode": "tool_error", "hang": "timeout",
     "fork_bomb": "resource|timeout", "memory_hog": "resource", "empty_output": "degenerate",
     "most_common_word": "ambiguous", "quote_lines": "environment",
+    "failing_pipeline": "tool_error",
 }}
 """Tools that must fail, with the reason (``a|b``: either).  ``quote_lines`` needs jq,
 which the base image lacks; on the local backend it runs where the host has jq.  The local

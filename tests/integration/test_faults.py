@@ -15,9 +15,11 @@ import pytest
 from environments.docker.config import DockerConfig
 from environments.local.config import LocalConfig
 from flows.candidate import build_candidate, ecosystem
-from flows.providers import close_run
+from flows.providers import close_run, provider_for
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
-from schemas.trace import Trace
+from schemas.trace import Observation, StepTrace, Trace
+from tasks.commands import render_command, solution_failure, solution_script
+from tasks.validate import run_solution
 
 FAULTS = "tests/fixtures/ecosystems/faults"
 RUN_ID = f"itest-faults-{os.getpid()}"
@@ -59,6 +61,7 @@ CLASSIFIED = [
     ("write_report", "environment"), ("missing_binary", "environment"), ("take_lines", "binding"),
     ("take_some_lines", "binding"), ("explode", "tool_error"), ("hang", "timeout"),
     ("empty_output", "degenerate"), ("most_common_word", "ambiguous"),
+    ("failing_pipeline", "tool_error"),
 ]
 
 
@@ -92,6 +95,29 @@ def test_faults_are_repaired_into_accepted_tasks(backend, tool, kind):
         assert outcome.task.tools == ["write_notes"]
     else:
         assert outcome.task.n_steps == 2
+
+
+def test_a_failing_pipeline_fails_execution_with_the_message_of_the_gate(backend):
+    """Execution runs tools under solve.sh's shell options: the pipeline that only
+    pipefail sees fails there, summarized as the gate names the failing solve.sh line."""
+    outcome = build_candidate(planted("failing_pipeline"), FAULTS, backend, RUN_ID,
+                              max_repairs=0)
+    summary = "exit 3: awk: no header line"
+    assert outcome.attempt.detail == f"s2 failing_pipeline: {summary}"
+
+    spec = ECO.spec.tool("failing_pipeline")
+    args = {"path": "notes/note1.txt", "out": "out/numbered.txt"}
+    ran = Observation(exit_code=0, stdout="", stderr="", duration_s=0.0)
+    step = StepTrace(step_id="s1", tool=spec.name, args=args, output_type=spec.returns.type,
+                     command=render_command(spec, args), observation=ran)
+    script = solution_script(Trace(steps=[step]))
+    with provider_for(backend, RUN_ID).sandbox() as sb:
+        sb.write_files(ECO.seed_state(1))
+        solved = run_solution(sb, script)
+    assert solved.exit_code == 3
+    line = script.splitlines().index(step.command) + 1
+    assert solution_failure(solved.exit_code, solved.stderr) == (
+        f"line {line} (`cat -n > out/numbered.txt`) {summary}")
 
 
 def test_provided_file_is_part_of_the_environment(backend):

@@ -66,7 +66,7 @@ def _gate(candidate, row, instruction: str) -> GateResult:
     checks = [Check.model_validate(c) for c in json.loads(row.checks_json)]
     opener = sandbox_opener(eco, DockerConfig(), RUN, candidate)
     with LiveEnvironment(eco, row.seed, opener, trace.environment) as env:
-        assert run_solution(env.sandbox, row.solution_sh) == 0
+        assert run_solution(env.sandbox, row.solution_sh).exit_code == 0
         after = probe(env.sandbox, eco)
         return run_gate(env, eco, trace, checks, instruction, row.solution_sh,
                         row.verifier_py, after)
