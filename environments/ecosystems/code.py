@@ -1,6 +1,7 @@
 """An ecosystem's Python functions — the seed module's and the samplers' — as callables
-that fail one way: :class:`UserCodeError` (a sampler's LookupError or ValueError, "no
-value fits", passes through).
+that fail one way: :class:`UserCodeError` (a sampler's "no value fits", a
+``LookupError``, ``ValueError`` or ``IndexError`` exactly, passes through:
+``worker.no_value``).
 
 A user's folder runs in worker processes, each call under a timeout
 (:mod:`environments.ecosystems.usercode`); the built-ins, the project's own code, run in
@@ -71,7 +72,7 @@ def _guarded(role: str, name: str, fn: Callable[..., Any], folder: Path, /, *arg
     try:
         return fn(*args, **kwargs)
     except Exception as exc:
-        if role == "samplers" and isinstance(exc, LookupError | ValueError):
+        if role == "samplers" and inprocess.no_value(exc):
             raise
         raise UserCodeError(_what(role, name, args), inprocess.describe(exc, folder)) from exc
 

@@ -7,8 +7,9 @@ worker processes (``worker.py``, started with this interpreter) and sends them c
 call goes to an idle worker (one is started when none is idle, so concurrent candidates
 never queue) and must answer within its timeout, else that worker is KILLed and the call
 raises :class:`UserCodeError` with ``timed_out``.  An exception in the user's code comes
-back as :class:`UserCodeError` too (its type and message), except ``LookupError`` and
-``ValueError`` from a sampler, which mean "no value fits" and are raised as such.
+back as :class:`UserCodeError` too (its type and message), except a sampler's "no value
+fits" (``worker.NO_VALUE``: ``LookupError``, ``ValueError``, ``IndexError`` exactly, not
+a ``KeyError``), raised as such.
 
 Workers ignore SIGINT (Ctrl-C is the parent's to handle) and exit when their stdin
 closes, so they never outlive the process that started them.
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from environments.ecosystems.contract import Shapes
+from environments.ecosystems.worker import NO_VALUE
 
 WORKER = Path(__file__).with_name("worker.py")
 IMPORT_TIMEOUT_S = 60.0
@@ -151,8 +153,8 @@ class WorkerPool:
         kind, message = value
         if status == "import_error":
             raise UserCodeError(f"import {kind}", message)
-        if status == "no_value":  # a sampler's LookupError or ValueError
-            raise (LookupError if kind == "LookupError" else ValueError)(message)
+        if status == "no_value":  # a sampler's worker.NO_VALUE
+            raise {e.__name__: e for e in NO_VALUE}[kind](message)
         raise UserCodeError(what, message)
 
     def _checkout(self) -> _Worker:

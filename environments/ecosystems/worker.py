@@ -6,7 +6,8 @@ stdin and stdout are an 8-byte big-endian length and a pickle.  The first answer
 whether the modules imported (``("import_error", (file, message))`` if one did not, and
 which functions they define, with their signatures: ``signature_shape``); then each request
 ``(role, function, args, kwargs)`` gets ``("ok", result)``, ``("no_value", (kind,
-message))`` for a sampler's LookupError or ValueError, or ``("error", (type, message))``.
+message))`` when a sampler says no value fits (:func:`no_value`), or ``("error", (type,
+message))``.
 The user's code prints to stderr, never into the channel.  SIGINT is ignored; stdin EOF
 ends the worker.
 """
@@ -27,6 +28,15 @@ from types import ModuleType
 from typing import Any
 
 HEADER = struct.Struct(">Q")
+NO_VALUE = (LookupError, ValueError, IndexError)
+"""What a sampler raises when no value fits: these types exactly (``IndexError``: the
+``rng.choice`` of an empty list).  Their subclasses are bugs: a ``KeyError`` is a missing
+key, a ``UnicodeDecodeError`` or ``JSONDecodeError`` content the sampler misread."""
+
+
+def no_value(exc: BaseException) -> bool:
+    """Whether a sampler's ``exc`` means "no value fits" (else its code failed)."""
+    return type(exc) in NO_VALUE
 
 
 def import_module(folder: Path, file: str) -> ModuleType:
@@ -104,14 +114,10 @@ def main() -> None:
         role, function, args, kwargs = pickle.loads(source.read(HEADER.unpack(header)[0]))
         try:
             result = getattr(loaded[role], function)(*args, **kwargs)
-        except (LookupError, ValueError) as exc:
-            if role != "samplers":
-                send("error", (type(exc).__name__, describe(exc, folder)))
-            else:
-                kind = "LookupError" if isinstance(exc, LookupError) else "ValueError"
-                send("no_value", (kind, str(exc)))
-            continue
         except BaseException as exc:  # noqa: BLE001
+            if role == "samplers" and no_value(exc):
+                send("no_value", (type(exc).__name__, str(exc)))
+                continue
             send("error", (type(exc).__name__, describe(exc, folder)))
             continue
         send("ok", result)

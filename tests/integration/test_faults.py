@@ -7,6 +7,7 @@ one the fault calls for, and the task must pass the gate).
 """
 
 import os
+import shutil
 import subprocess
 
 import docker
@@ -118,6 +119,25 @@ def test_a_failing_pipeline_fails_execution_with_the_message_of_the_gate(backend
     line = script.splitlines().index(step.command) + 1
     assert solution_failure(solved.exit_code, solved.stderr) == (
         f"line {line} (`cat -n > out/numbered.txt`) {summary}")
+
+
+def test_a_sampler_raising_key_error_rejects_its_candidate_naming_it(tmp_path):
+    """A KeyError in a sampler is a bug: the candidate ends as sampler_error with the
+    exception in the detail, not as "no value fits" repaired away."""
+    eco_dir = tmp_path / "unruly"
+    shutil.copytree("tests/fixtures/ecosystems/unruly", eco_dir)
+    (eco_dir / "samplers.py").write_text(
+        "def word(content: bytes, rng) -> str:\n    return {}['first']\n")
+    step = Step(id="s1", tool="count_word", bind={
+        "note": Binding(kind="state", value="notes/n0.txt"),
+        "word": Binding(kind="sample", facet="word", of="note")})
+    graph = WorkflowGraph(ecosystem="unruly", shape="chain", steps=[step])
+    candidate = Candidate(candidate_id="sampler-bug", index=0, ecosystem="unruly", seed=100,
+                          graph=graph)
+    outcome = build_candidate(candidate, str(eco_dir), LocalConfig(), RUN_ID)
+    attempt = outcome.attempt
+    assert (attempt.stage, attempt.reason) == ("execute", "sampler_error"), attempt.detail
+    assert "KeyError: 'first'" in attempt.detail and not attempt.repairs
 
 
 def test_provided_file_is_part_of_the_environment(backend):

@@ -118,3 +118,17 @@ def test_a_samplers_context_may_use_any_keyword(tmp_path, in_workers):
     assert functions["samplers"]["pick"](b"", random.Random(1), name="n", role="r") == "n/r"
     names = [name for name, _, _ in shapes["samplers"]["pick"] or []]
     assert names == ["content", "rng", "name", "role"]
+
+
+def test_a_sampler_raising_key_error_is_a_bug_not_no_value_fits(tmp_path):
+    """Only LookupError, ValueError and IndexError themselves say "no value fits"; a
+    KeyError (a subclass) is the sampler's bug: a UserCodeError naming it and its line."""
+    eco_dir = tmp_path / "eco"
+    shutil.copytree(UNRULY, eco_dir)
+    (eco_dir / "samplers.py").write_text(
+        "def word(content: bytes, rng) -> str:\n    return {}['first']\n")
+    eco = load_ecosystem(str(eco_dir))
+    with pytest.raises(UserCodeError) as caught:
+        eco.sample("word", b"apple\n", random.Random(1))
+    assert "KeyError: 'first'" in str(caught.value) and "(samplers.py, line 2)" in str(
+        caught.value)

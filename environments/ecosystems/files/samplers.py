@@ -94,7 +94,10 @@ def csv_value(content: bytes, rng: random.Random, column: str = "", **_: str) ->
 
 
 def _object(content: bytes) -> dict:
-    data = json.loads(content)
+    try:
+        data = json.loads(content)
+    except ValueError as exc:  # not JSON, or not UTF-8
+        raise LookupError(f"not a JSON document: {exc}") from None
     if not isinstance(data, dict):
         raise LookupError("json is not an object")
     return data
@@ -110,7 +113,10 @@ def json_key(content: bytes, rng: random.Random, **_: str) -> str:
 
 def json_value(content: bytes, rng: random.Random, key: str = "", **_: str) -> str:
     """A new JSON literal of the same type as the current value, different from it."""
-    old = _object(content)[key]
+    data = _object(content)
+    if key not in data:
+        raise LookupError(f"json has no field {key!r}")
+    old = data[key]
     if isinstance(old, bool):
         new: object = not old
     elif isinstance(old, int):
