@@ -15,8 +15,10 @@ from pydantic import BaseModel, ConfigDict
 
 from schemas.verifier import GateResult
 
-SCHEMA_VERSION = 2
-"""1: tasks, trajectories, attempts.  2: + provenance on every row, + steps and runs."""
+SCHEMA_VERSION = 3
+"""1: tasks, trajectories, attempts.  2: + provenance on every row, + steps and runs.
+3: + ``tasks.needs_observation`` and the gate's open-loop reward, + ``attempts.tools`` and
+``attempts.graph_json``."""
 
 Supervision = Literal["masked", "full", "actobs"]
 ActionSpace = Literal["function", "terminal"]
@@ -191,6 +193,12 @@ class AttemptRow(_Row):
     backend: str
     repairs: list[str]
     """One line per repair applied: ``kind step_id reason: detail``."""
+    tools: list[str] | None = None
+    """The tools of the candidate's graph, in step order (as executed, once it ran; NULL
+    in attempts of datasets before schema 3)."""
+    graph_json: str | None = None
+    """The graph itself (``schemas.graph.WorkflowGraph`` as JSON), so a rejected candidate
+    can be inspected and run again."""
     sandboxes: int
     """Sandboxes started for the candidate: one for execution and the gate; with repairs, one
     per image a repair rebuilt and the gate's fresh one."""

@@ -9,6 +9,7 @@ from environments.docker.config import DockerConfig
 from environments.local.config import LocalConfig
 from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run, provider_for
+from schemas.graph import WorkflowGraph
 from schemas.trace import Trace
 from schemas.verifier import Check
 from tasks.failures import StageFailure
@@ -144,6 +145,9 @@ def test_an_extra_stage_that_rejects_gives_a_rejected_attempt_and_closes_the_san
         "rejected", "realize", "degenerate", "refused by the extra stage")
     assert outcome.task is None and not outcome.trajectories and a.sandboxes == 1
     assert a.execute_s > 0 and a.gate_s == 0
+    # a rejected candidate can be inspected: its graph and tools are on the attempt
+    assert WorkflowGraph.model_validate_json(a.graph_json or "") == candidate.graph
+    assert a.tools == [step.tool for step in candidate.graph.steps]
     if isinstance(backend, DockerConfig):
         client = docker.from_env()
         label = f"taskfactory.candidate={candidate.candidate_id}"
