@@ -194,11 +194,11 @@ class AttemptRow(_Row):
     repairs: list[str]
     """One line per repair applied: ``kind step_id reason: detail``."""
     tools: list[str] | None = None
-    """The tools of the candidate's graph, in step order (as executed, once it ran; NULL
-    in attempts of datasets before schema 3)."""
+    """The tools of the candidate's graph as planned, in step order (NULL in attempts of
+    datasets before schema 3); what ran is in ``repairs`` and the task's trace."""
     graph_json: str | None = None
-    """The graph itself (``schemas.graph.WorkflowGraph`` as JSON), so a rejected candidate
-    can be inspected and run again."""
+    """The planned graph itself (``schemas.graph.WorkflowGraph`` as JSON), so a rejected
+    candidate can be inspected and run again."""
     sandboxes: int
     """Sandboxes started for the candidate: one for execution and the gate; with repairs, one
     per image a repair rebuilt and the gate's fresh one."""

@@ -140,7 +140,8 @@ def attempt_row(candidate: Candidate, graph: WorkflowGraph, *, ecosystem: str, b
         detail=detail[:500], task_id=task_id, backend=backend,
         repairs=[f"{r.kind} {r.step_id} {r.reason}: {r.detail}"
                  for r in (trace.repairs if trace else [])],
-        tools=[step.tool for step in graph.steps], graph_json=graph.model_dump_json(),
+        tools=[step.tool for step in candidate.graph.steps],
+        graph_json=candidate.graph.model_dump_json(),
         sandboxes=sandboxes, sandbox_s=t["sandbox_s"], execute_s=t["execute_s"],
         gate_s=t["gate_s"], render_s=t["render_s"], total_s=total_s,
         created_at=datetime.now(UTC))

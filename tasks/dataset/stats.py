@@ -112,6 +112,27 @@ def repairs(con: duckdb.DuckDBPyConnection) -> str:
         "One row per repair kind; `accepted_after`: candidates accepted after that repair.")
 
 
+def tools_never_succeeded(con: duckdb.DuckDBPyConnection) -> str:
+    """Tools the planner drew that ran in no accepted task: each time, the tool failed and
+    a repair replaced or dropped it, or the candidate was rejected."""
+    columns = {d[0] for d in con.execute("select * from attempts limit 0").description}
+    if "tools" not in columns or not con.execute(
+            "select count(tools) from attempts").fetchone()[0]:  # type: ignore[index]
+        return ("## Tools that never succeeded\n\nNot recorded: no attempt lists its "
+                "planned tools (attempts before schema 3).")
+    return _section(con, "Tools that never succeeded", """
+        with planned as (
+          select ecosystem, t as tool, count(distinct candidate_id) as "planned in",
+                 count(distinct candidate_id) filter (status = 'accepted') as "accepted after"
+          from attempts, unnest(tools) as u(t) where status <> 'errored' group by all),
+        ran as (select distinct a.ecosystem, s.tool from steps s join attempts a using (task_id))
+        select p.* from planned p anti join ran r using (ecosystem, tool)
+        order by "planned in" desc, ecosystem, tool""",
+        "Tools planned in a candidate that ran in no accepted task: every time they failed, "
+        "and a repair replaced or dropped them (`accepted after`) or the candidate was "
+        "rejected.  A tool listed here with many candidates is broken, not unlucky.")
+
+
 def distributions(con: duckdb.DuckDBPyConnection) -> str:
     return _section(con, "Distributions", f"""
         with tok as ({TRAJECTORY_TOKENS}),
@@ -159,6 +180,7 @@ SECTIONS: list[Section] = [
     rejection_reasons,
     errored,
     repairs,
+    tools_never_succeeded,
     distributions,
     observation,
     depth_histogram,

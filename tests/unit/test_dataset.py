@@ -249,3 +249,20 @@ def test_a_killed_writer_releases_the_lock_though_a_forked_child_lives_on(tmp_pa
             pass
     finally:
         os.kill(child, signal.SIGKILL)
+
+
+def test_stats_lists_the_tools_that_never_ran_in_an_accepted_task(tmp_path):
+    """``explode`` was planned twice, replaced once and rejected once: never succeeded;
+    ``grep`` ran in the accepted task."""
+    from tasks.dataset.stats import tools_never_succeeded
+
+    accepted = attempt(0, status="accepted").model_copy(update={
+        "task_id": "t0", "tools": ["grep", "explode"], "stage": "accepted",
+        "repairs": ["substitute s2 tool_error: explode: exit 1: boom"]})
+    rejected = attempt(1).model_copy(update={"tools": ["explode"], "reason": "tool_error"})
+    other = attempt(2).model_copy(update={"tools": ["grep"]})
+    write(tmp_path, [[("attempts", accepted), ("steps", step(0, 0)), ("steps", step(0, 1))],
+                     [("attempts", rejected)], [("attempts", other)]])
+    section = tools_never_succeeded(connect(tmp_path))
+    rows = [line for line in section.splitlines() if line.startswith("| files")]
+    assert rows == ["| files | explode | 2 | 1 |"]
