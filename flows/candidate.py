@@ -57,7 +57,7 @@ def sandbox_opener(eco: Ecosystem, backend: BackendConfig, run_id: str,
 def build_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendConfig,
                     run_id: str, max_repairs: int = 2,
                     instruction_style: InstructionStyle = "goal",
-                    require_observation: bool = False,
+                    require_observation: bool = False, strict: bool = False,
                     pipeline: Pipeline = PIPELINE) -> Outcome:
     """Run one candidate through ``pipeline`` and return its attempt (and task, if
     accepted).  ``backend`` is the base config (the ecosystem's image is derived from it);
@@ -68,7 +68,7 @@ def build_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendCo
         open_sandbox=sandbox_opener(eco, backend, run_id, candidate), backend=backend.type,
         image=getattr(backend, "image", "local"), generator_version=generator_version(),
         max_repairs=max_repairs, instruction_style=instruction_style,
-        require_observation=require_observation, llm=llm_client())
+        require_observation=require_observation, strict=strict, llm=llm_client())
     try:
         return pipeline.run(ctx)
     except Exception as exc:

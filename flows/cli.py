@@ -96,7 +96,7 @@ def _settings(args: argparse.Namespace):
                        workers=args.workers or 4, depth_weights=_depth_weights(args),
                        max_repairs=0 if args.no_repair else max_repairs,
                        instruction_style=args.instruction_style or "goal",
-                       require_observation=args.require_observation,
+                       require_observation=args.require_observation, strict=args.strict,
                        shard_rows=args.shard_rows or 500)
 
 
@@ -306,6 +306,9 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--require-observation", action="store_true",
                    help="keep only tasks the open-loop control scores 0 on: those a solver "
                         "cannot solve from the instruction's values alone")
+    p.add_argument("--strict", action="store_true",
+                   help="a tool that fails rejects its candidate: no repair replaces it with "
+                        "another tool or drops its step")
     p.add_argument("--shard-rows", type=_positive,
                    help="rows per table that trigger a shard commit (default 500)")
 

@@ -67,7 +67,8 @@ RESULTS = ".results"
 
 def run_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendConfig,
                   run_id: str, max_repairs: int, instruction_style: InstructionStyle,
-                  config_hash: str, require_observation: bool = False) -> State:
+                  config_hash: str, require_observation: bool = False,
+                  strict: bool = False) -> State:
     """:func:`flows.candidate.build_candidate`, ending in a state named after its outcome
     (:func:`flows.ui.outcome_state`; the result is the :class:`Outcome`).  ``config_hash``
     (code, images, templates, ...) is unused here but part of the task's cache key.  Runs
@@ -77,7 +78,7 @@ def run_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendConf
     def attempt() -> Outcome:
         return build_candidate(candidate, ecosystem_ref, backend, run_id,
                                max_repairs=max_repairs, instruction_style=instruction_style,
-                               require_observation=require_observation)
+                               require_observation=require_observation, strict=strict)
 
     try:
         return ui.outcome_state(retried(attempt, backend, f"candidate {candidate.index}",
@@ -200,7 +201,8 @@ def _run_identity(settings: RunSettings, base: BackendConfig, run_id: str
         ecosystems={n: ecosystem(r).digest for n, r in refs.items()}, images=images,
         backend=base.type, seed=settings.seed, depth_weights=settings.depth_weights,
         max_repairs=settings.max_repairs, instruction_style=settings.instruction_style, llm=llm,
-        dedup=index.policy, require_observation=settings.require_observation)
+        dedup=index.policy, require_observation=settings.require_observation,
+        strict=settings.strict)
     identity = RunIdentity(run_id=run_id, flow_run_id=flow_run.get_id(), config_hash=chash,
                            llm_model=llm[0], llm_params=llm[1])
     return refs, images, identity, index
@@ -225,6 +227,7 @@ def _consume(run: RunWriter, todo: PlannedCandidates, planned: int, settings: Ru
                     "run_id": run.run_id, "max_repairs": settings.max_repairs,
                     "instruction_style": settings.instruction_style,
                     "require_observation": settings.require_observation,
+                    "strict": settings.strict,
                     "config_hash": run.identity.config_hash})
 
             for c, result in Admission(todo, submit, settings.workers,

@@ -62,6 +62,10 @@ class RunSettings(BaseModel):
     require_observation: bool = Field(False, title="Require Observation", description=(
         "Keep only tasks that need observation: the reference solution with every value the "
         "instruction does not write replaced by a wrong one scores 0 (the open-loop control)."))
+    strict: bool = Field(False, description=(
+        "A step whose tool fails (its own error, a timeout, a resource limit, or something "
+        "missing that no repair provides) rejects its candidate, instead of a repair "
+        "replacing the tool with another or dropping the step."))
     depth_weights: dict[int, float] = Field(
         dict(DEFAULT_DEPTH_WEIGHTS),
         description="Relative weight of each workflow depth (1..8) when planning.")

@@ -20,12 +20,13 @@ from tasks.steps import run_step
 
 
 def execute_graph(env: LiveEnvironment, eco: Ecosystem, candidate: Candidate,
-                  max_repairs: int = 2, repairer: Repairer | None = None
-                  ) -> tuple[Trace, WorkflowGraph]:
+                  max_repairs: int = 2, repairer: Repairer | None = None,
+                  strict: bool = False) -> tuple[Trace, WorkflowGraph]:
     """Run the candidate's graph in ``env``; returns the trace and the graph as executed
     (repaired steps, truncated tail).  The final read step's output is the answer.
 
-    ``max_repairs=0`` turns repair off.  Raises StageFailure when a step fails and no
+    ``max_repairs=0`` turns repair off; ``strict`` never replaces or drops a tool that
+    failed (:func:`tasks.repair.repair`).  Raises StageFailure when a step fails and no
     repair within the budget fixes it.
     """
     run = Run(env=env, eco=eco, candidate=candidate, graph=candidate.graph)
@@ -40,7 +41,7 @@ def execute_graph(env: LiveEnvironment, eco: Ecosystem, candidate: Candidate,
             run.dirty = run.dirty or eco.spec.tool(step.tool).effect == "write"
             fix = None
             if failure.reason in REPAIRABLE and len(run.repairs) < max_repairs:
-                fix = repair(run, step, failure, repairer)
+                fix = repair(run, step, failure, repairer, strict)
             if fix is None:
                 failure.detail = f"{step.id} {failure.detail}"
                 raise

@@ -249,9 +249,22 @@ STRATEGIES: dict[str, Strategy] = {"provide": provide, "rebind": rebind,
                                    "substitute": substitute, "truncate": truncate}
 
 
-def repair(run: Run, step: Step, failure: StageFailure, repairer: Repairer | None) -> Fix | None:
-    """The first strategy for ``failure``'s category that fixes ``step``, or None."""
+TOOL_FAILURES = frozenset({"environment", "tool_error", "timeout", "resource"})
+"""Failures of the tool itself, which ``strict`` never repairs by replacing or dropping it."""
+HIDING = frozenset({"substitute", "llm", "truncate"})
+"""Strategies that replace or drop the failing tool (``llm``: the LLM's substitute, and its
+rebind with it: under ``strict`` the LLM is not asked about a tool failure)."""
+
+
+def repair(run: Run, step: Step, failure: StageFailure, repairer: Repairer | None,
+           strict: bool = False) -> Fix | None:
+    """The first strategy for ``failure``'s category that fixes ``step``, or None.  With
+    ``strict``, a failure of the tool itself is fixed only where the tool then runs
+    (a provided file, directory or package; new arguments), never by another tool or by
+    dropping it: otherwise the candidate is rejected with the tool's failure."""
     for name in ORDER.get(failure.reason, ()):
+        if strict and failure.reason in TOOL_FAILURES and name in HIDING:
+            continue
         if name == "llm":
             fix = ask_llm(run, step, failure, repairer) if repairer else None
         else:

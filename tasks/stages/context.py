@@ -57,6 +57,8 @@ class CandidateContext:
     """The base image the backend starts from (``local`` on the local backend)."""
     generator_version: str
     max_repairs: int = 2
+    strict: bool = False
+    """A tool that fails is never replaced or dropped by a repair (the candidate is rejected)."""
     instruction_style: InstructionStyle = "goal"
     require_observation: bool = False
     """Reject a task the open-loop control does not score below 1 (the gate's)."""

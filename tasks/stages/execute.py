@@ -16,7 +16,7 @@ class Execute:
 
     name: StageName = "execute"
     phase: Phase = "execute_s"
-    needs: tuple[str, ...] = ("env", "eco", "candidate", "max_repairs", "llm")
+    needs: tuple[str, ...] = ("env", "eco", "candidate", "max_repairs", "strict", "llm")
     gives: tuple[str, ...] = ("trace", "graph", "before", "after")
 
     def run(self, ctx: CandidateContext) -> None:
@@ -25,6 +25,6 @@ class Execute:
         if client is not None:
             repairer = lambda request: propose_repair(client, request)  # noqa: E731
         ctx.trace, ctx.graph = execute_graph(ctx.env, ctx.eco, ctx.candidate, ctx.max_repairs,
-                                             repairer)
+                                             repairer, ctx.strict)
         ctx.before = ctx.env.before
         ctx.after = probe(ctx.env.sandbox, ctx.eco)

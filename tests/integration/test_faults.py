@@ -140,6 +140,20 @@ def test_a_sampler_raising_key_error_rejects_its_candidate_naming_it(tmp_path):
     assert "KeyError: 'first'" in attempt.detail and not attempt.repairs
 
 
+@pytest.mark.parametrize("tool,repaired", [("explode", False), ("hang", False),
+                                           ("read_config", True), ("take_some_lines", True)])
+def test_strict_rejects_a_failing_tool_instead_of_replacing_or_dropping_it(tool, repaired):
+    """``--strict``: a tool that fails is neither substituted nor truncated away; repairs
+    under which the tool itself then runs (a provided file, a new draw) still apply."""
+    outcome = build_candidate(planted(tool), FAULTS, LocalConfig(), RUN_ID, strict=True)
+    if repaired:
+        assert outcome.task is not None, outcome.attempt.detail
+        assert outcome.task.tools == ["write_notes", tool]
+    else:
+        assert outcome.task is None and not outcome.attempt.repairs
+        assert outcome.attempt.detail.startswith(f"s2 {tool}"), outcome.attempt.detail
+
+
 def test_provided_file_is_part_of_the_environment(backend):
     outcome = build_candidate(planted("read_config"), FAULTS, backend, RUN_ID)
     trace = Trace.model_validate_json(outcome.task.trace_json)

@@ -49,7 +49,7 @@ def test_planned_candidates_decode_to_the_planned_objects_and_skip_held_ids():
     assert len(plan) == 6  # the original plan is unchanged
 
 
-def test_requiring_observation_is_part_of_the_config_hash():
+def test_requiring_observation_and_strict_are_part_of_the_config_hash():
     from tasks.dataset.provenance import config_hash
 
     def chash(settings: RunSettings) -> str:
@@ -57,8 +57,11 @@ def test_requiring_observation_is_part_of_the_config_hash():
                            seed=settings.seed, depth_weights=settings.depth_weights,
                            max_repairs=settings.max_repairs,
                            instruction_style=settings.instruction_style, llm=(None, None),
-                           dedup="p", require_observation=settings.require_observation)
+                           dedup="p", require_observation=settings.require_observation,
+                           strict=settings.strict)
 
     default, required = RunSettings(), RunSettings(require_observation=True)
-    assert default.require_observation is False
+    strict = RunSettings(strict=True)
+    assert default.require_observation is False and default.strict is False
     assert chash(default) != chash(required) and chash(required) == chash(required)
+    assert len({chash(default), chash(required), chash(strict)}) == 3
