@@ -260,10 +260,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     eco = _ecosystem(args.ecosystem)
     try:
-        candidates, stats = plan_candidates(eco, args.n, args.seed, _depth_weights(args))
+        weights = _depth_weights(args)
+        candidates, stats = plan_candidates(eco, args.n, args.seed, weights)
     except (PlanningError, UserCodeError) as exc:
         raise UsageError(str(exc)) from None
-    report = diversity(eco, candidates, stats.duplicates_replanned)
+    report = diversity(eco, candidates, stats.duplicates_replanned, weights)
     print(report.model_dump_json(indent=2) if args.format == "json" else format_report(report))
     return 0
 

@@ -1,5 +1,6 @@
-"""Diversity of a planned batch: distinct structures, tool coverage, depths, shapes and the
-share of multi-step graphs in which a step takes a value a read observed."""
+"""Diversity of a planned batch: distinct structures, tool coverage, depths (and how many
+came out shallower than drawn), shapes and the share of multi-step graphs in which a step
+takes a value a read observed."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pydantic import BaseModel
 
 from environments.ecosystems import Ecosystem
 from schemas.graph import Candidate
-from tasks.plan import consumes_observed
+from tasks.plan import consumes_observed, drawn_depth
 
 
 class DiversityReport(BaseModel):
@@ -27,6 +28,12 @@ class DiversityReport(BaseModel):
     """Graphs of two or more steps."""
     observed: int = 0
     """Of those, graphs in which a step takes a value a read step printed."""
+    shallower: int = 0
+    """Graphs shallower than the depth drawn for them: the planner found no tool to extend
+    them (or ended them with a read) before that depth."""
+    shallower_ends: dict[str, int] = {}
+    """The type of the last output of each shallower graph, most frequent first: where
+    planning stopped early."""
 
     @property
     def distinct_share(self) -> float:
@@ -37,8 +44,13 @@ class DiversityReport(BaseModel):
         return self.observed / max(1, self.multi_step)
 
 
-def diversity(eco: Ecosystem, candidates: list[Candidate], replanned: int) -> DiversityReport:
+def diversity(eco: Ecosystem, candidates: list[Candidate], replanned: int,
+              depth_weights: dict[int, float] | None = None) -> DiversityReport:
+    """The batch's report; ``depth_weights``: those it was planned with (for the depth
+    each graph was drawn at)."""
     uses = Counter(s.tool for c in candidates for s in c.graph.steps)
+    short = [c.graph for c in candidates if c.graph.depth < drawn_depth(c.seed, depth_weights)]
+    ends = Counter(eco.spec.tool(g.steps[-1].tool).returns.type for g in short)
     names = [t.name for t in eco.spec.tools]
     multi = [c.graph for c in candidates if len(c.graph.steps) > 1]
     return DiversityReport(
@@ -49,7 +61,8 @@ def diversity(eco: Ecosystem, candidates: list[Candidate], replanned: int) -> Di
         tool_uses={n: uses[n] for n in names},
         depth_histogram=dict(sorted(Counter(c.graph.depth for c in candidates).items())),
         shapes=dict(sorted(Counter(c.graph.shape for c in candidates).items())),
-        multi_step=len(multi), observed=sum(consumes_observed(g, eco) for g in multi))
+        multi_step=len(multi), observed=sum(consumes_observed(g, eco) for g in multi),
+        shallower=len(short), shallower_ends=dict(ends.most_common()))
 
 
 def format_report(r: DiversityReport) -> str:
@@ -63,6 +76,10 @@ def format_report(r: DiversityReport) -> str:
         "shapes: " + ", ".join(f"{k} {v}" for k, v in r.shapes.items()),
         f"observed values: {r.observed} of {r.multi_step} multi-step graphs "
         f"({100 * r.observed_share:.1f}%) have a step that takes a value a read printed",
+        f"shallower than drawn: {r.shallower} of {r.graphs} graphs"
+        + (" (their last outputs: "
+           + ", ".join(f"{t} {n}" for t, n in r.shallower_ends.items()) + ")"
+           if r.shallower else ""),
         "depth histogram:",
     ]
     for depth, n in r.depth_histogram.items():

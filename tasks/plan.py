@@ -319,15 +319,26 @@ def _diamond(b: _Builder, depth: int) -> bool:
 SHAPES = {"fan_out": _fan_out, "fan_in": _fan_in, "diamond": _diamond}
 
 
+def _draw_depth(rng: random.Random, depth_weights: dict[int, float] | None) -> int:
+    weights = depth_weights or DEFAULT_DEPTH_WEIGHTS
+    depths = sorted(weights)
+    return rng.choices(depths, weights=[weights[d] for d in depths])[0]
+
+
+def drawn_depth(seed: int, depth_weights: dict[int, float] | None = None) -> int:
+    """The depth :func:`plan_graph` aims at for ``seed``; a graph comes out shallower when
+    the planner finds no tool to extend it (nothing consumes its last output's type) or
+    ends it with a read first."""
+    return _draw_depth(random.Random(seed), depth_weights)
+
+
 def plan_graph(eco: Ecosystem, seed: int, depth_weights: dict[int, float] | None = None,
                usage: Counter[str] | None = None) -> WorkflowGraph:
     """One graph over the state seeded with ``seed``; depth drawn from ``depth_weights``.
 
     ``usage`` (tool name -> uses so far in the run) makes rarely used tools likelier."""
     rng = random.Random(seed)
-    weights = depth_weights or DEFAULT_DEPTH_WEIGHTS
-    depths = sorted(weights)
-    depth = rng.choices(depths, weights=[weights[d] for d in depths])[0]
+    depth = _draw_depth(rng, depth_weights)
     shape = rng.choices(list(SHAPE_WEIGHTS), weights=list(SHAPE_WEIGHTS.values()))[0]
     state = {p: t for p in eco.state_paths(seed) if (t := eco.state_type(p))}
     usage = usage if usage is not None else Counter()

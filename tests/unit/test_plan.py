@@ -13,6 +13,7 @@ from tasks.plan import (
     DEFAULT_DEPTH_WEIGHTS,
     candidate_seed,
     consumes_observed,
+    drawn_depth,
     parse_depth_weights,
     plan_candidates,
     plan_graph,
@@ -116,3 +117,18 @@ def test_lookups_feed_later_steps_in_most_multi_step_graphs(name):
     assert report.observed == sum(consumes_observed(g, eco) for g in multi)
     assert report.observed_share > 0.5
     assert f"observed values: {report.observed} of {report.multi_step}" in format_report(report)
+
+
+def test_the_report_counts_graphs_shallower_than_their_drawn_depth():
+    """No graph is deeper than the depth drawn for its seed (``drawn_depth`` is the
+    planner's own draw); git's chains often stop early, and the report says how many and
+    at which output types."""
+    eco = ECOSYSTEMS["git"]
+    candidates, stats = plan_candidates(eco, 200, 11)
+    drawn = {c.candidate_id: drawn_depth(c.seed) for c in candidates}
+    assert all(c.graph.depth <= drawn[c.candidate_id] for c in candidates)
+    short = [c for c in candidates if c.graph.depth < drawn[c.candidate_id]]
+    report = diversity(eco, candidates, stats.duplicates_replanned)
+    assert short and report.shallower == len(short)
+    assert sum(report.shallower_ends.values()) == len(short)
+    assert f"shallower than drawn: {len(short)} of 200 graphs" in format_report(report)
