@@ -243,6 +243,14 @@ class ProbeSection(_Strict):
     checked: bool = True
     """False for derived state that other sections already pin (git commits, whose content
     ids the branch and tag entries carry): its changes get no checks of their own."""
+    preserved: bool = True
+    """Every seeded entry the task does not change must be unchanged at the end (one
+    ``unchanged`` check per section).  False opts the section out; instructions then do not
+    promise that existing things stay as they are."""
+    vandal: list[str] = Field(default_factory=list)
+    """Commands (jinja2, ``{{ key }}`` is the entry's key, shell-quoted) that each make one
+    change the probe sees to an existing entry: delete it, append to it, or alter it.  The
+    gate's vandal control runs one after the reference solution (``tasks/vandal.py``)."""
 
 
 class StateType(_Strict):
@@ -388,6 +396,12 @@ class EcosystemSpec(_Strict):
     @classmethod
     def _unique_tools(cls, tools: list[ToolSpec]) -> list[ToolSpec]:
         return _unique(tools, "tool")
+
+    @property
+    def preserves_existing(self) -> bool:
+        """No checked probe section opts out of ``preserved``: every seeded entry a task
+        leaves alone is checked, so an instruction may promise that it stays as it is."""
+        return all(s.preserved for s in self.probe_sections.values() if s.checked)
 
     def discovery_tool(self, name: str) -> Discovery | Describer:
         """The discovery or describer called ``name`` (both show as calls before a step)."""

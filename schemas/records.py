@@ -15,10 +15,10 @@ from pydantic import BaseModel, ConfigDict
 
 from schemas.verifier import GateResult
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """1: tasks, trajectories, attempts.  2: + provenance on every row, + steps and runs.
 3: + ``tasks.needs_observation`` and the gate's open-loop reward, + ``attempts.tools`` and
-``attempts.graph_json``."""
+``attempts.graph_json``.  4: + the gate's vandal reward (``tasks.gate.vandal_reward``)."""
 
 Supervision = Literal["masked", "full", "actobs"]
 ActionSpace = Literal["function", "terminal"]

@@ -13,12 +13,15 @@ class Check(BaseModel):
     - ``state``: entry ``key`` of probe section ``section`` compares equal to ``expected``
       under ``compare`` (an ecosystem compare mode, or ``absent`` for a removed entry);
     - ``answer``: the answer file ``key`` holds ``expected`` (numbers compared numerically,
-      other text exactly after trimming surrounding whitespace).
+      other text exactly after trimming surrounding whitespace);
+    - ``unchanged``: every seeded entry of probe section ``section`` that the task does not
+      change is still there and equal under ``compare``: ``expected`` maps each entry's key
+      to its digest (:func:`tasks.comparisons.digest`); ``key`` is the section's name.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: Literal["state", "answer"]
+    kind: Literal["state", "answer", "unchanged"]
     key: str
     expected: Any
     section: str = ""
@@ -35,7 +38,9 @@ class GateResult(BaseModel):
     ``literal_trials`` answer texts.  Accepted tasks have baseline 0, reference 1 and
     every shortcut below 1.  ``open_loop``: measured, never a rejection — the reference
     solution with every argument the instruction does not write replaced by a wrong value
-    (``tasks/open_loop.py``); 0 when the task needs something observed.
+    (``tasks/open_loop.py``); 0 when the task needs something observed.  ``vandal``: the
+    reference solution plus one change to a seeded entry the task leaves alone
+    (``tasks/vandal.py``); accepted tasks score 0, None where no section can be vandalized.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -54,6 +59,8 @@ class GateResult(BaseModel):
     literal_trials: int
     open_loop_reward: float | None = None
     """None on tasks gated before the control existed."""
+    vandal_reward: float | None = None
+    vandal_checks_passed: int | None = None
 
     @property
     def needs_observation(self) -> bool | None:
@@ -62,6 +69,7 @@ class GateResult(BaseModel):
 
     @property
     def passed(self) -> bool:
-        shortcuts = [self.empty_reward, self.partial_reward or 0.0, self.literals_reward]
+        shortcuts = [self.empty_reward, self.partial_reward or 0.0, self.literals_reward,
+                     self.vandal_reward or 0.0]
         return (self.baseline_reward == 0.0 and self.reference_reward == 1.0
                 and all(r < 1.0 for r in shortcuts))

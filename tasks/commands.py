@@ -101,17 +101,20 @@ def solution_script(trace: Trace, answer_file: str = ANSWER_FILE,
 
     ``steps`` (a prefix of the trace's steps) renders a partial solution: the same script
     stopped early, for the gate's shortcut controls."""
-    lines = [
-        "#!/usr/bin/env bash",
-        "# Reference solution: the commands of the validated trace, in order.",
-        SHELL_OPTIONS,
-        _ERR_TRAP,
-        'cd "${TASKFACTORY_WORKDIR:-/workspace}"',
-    ]
+    lines = []
     chosen = trace.steps if steps is None else steps
     for step in chosen:
         if step is trace.steps[-1] and trace.answer is not None:
             lines.append(f"{{ {step.command}; }} > {answer_file}")
         else:
             lines.append(step.command)
+    return shell_script("Reference solution: the commands of the validated trace, in order.",
+                        lines)
+
+
+def shell_script(comment: str, commands: list[str]) -> str:
+    """A script run as ``solve.sh`` is: under :data:`SHELL_OPTIONS`, naming the line it
+    fails at, in the workdir; ``comment`` is its second line."""
+    lines = ["#!/usr/bin/env bash", f"# {comment}", SHELL_OPTIONS, _ERR_TRAP,
+             'cd "${TASKFACTORY_WORKDIR:-/workspace}"', *commands]
     return "\n".join(lines) + "\n"

@@ -19,6 +19,8 @@ rebuilt environment.
 - ``empty``: every expected output created empty (:mod:`tasks.shortcuts`);
 - ``partial``: the reference minus its last mutating step (only when it has one);
 - ``literals``: every output holding the instruction's literals, the answer tried as each;
+- ``vandal``: the reference solution, then one change to a seeded entry the task leaves
+  alone (:mod:`tasks.vandal`; only where a probe section declares how to make one);
 - ``open_loop`` (measured): the reference solution with every argument the instruction
   does not write replaced by a wrong value (:mod:`tasks.open_loop`).  It applies only when
   the task carries that script and the script differs from the reference: the gate draws
@@ -43,6 +45,7 @@ from schemas.verifier import Check
 from tasks.commands import solution_failure, solution_script
 from tasks.failures import Reason, StageFailure
 from tasks.shortcuts import Shortcut, shortcut
+from tasks.vandal import vandalism
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,8 @@ class Acted:
 
     solved: Solved | None = None
     answers: list[str] | None = None
+    what: str = ""
+    """What the control did, when it is not the same for every task (a rejection names it)."""
 
 
 @dataclass(frozen=True)
@@ -112,8 +117,9 @@ class Control:
     reason: Reason | None = None
     """The gate's rejection reason when the control does not score as expected."""
     failure: str = ""
-    """The rejection's detail, formatted with ``passed``, ``total``, ``solve_exit`` and
-    ``solved`` (``exit 0``, or where the solution failed: :func:`solution_failure`)."""
+    """The rejection's detail, formatted with ``passed``, ``total``, ``solve_exit``,
+    ``solved`` (``exit 0``, or where the solution failed: :func:`solution_failure`) and
+    ``what`` (:attr:`Acted.what`)."""
     applies: Callable[[ControlTask], bool] = lambda task: True
 
     def holds(self, reward: float, solve_exit: int | None) -> bool:
@@ -132,6 +138,7 @@ class Trial:
     control: Control
     score: Score
     solved: Solved | None = None
+    what: str = ""
 
     @property
     def solve_exit(self) -> int | None:
@@ -154,7 +161,7 @@ class Trial:
         detail = self.control.failure.format(passed=self.score.checks_passed,
                                              total=self.score.checks_total,
                                              solve_exit=self.solve_exit,
-                                             solved=self.solve_outcome)
+                                             solved=self.solve_outcome, what=self.what)
         assert self.control.reason is not None, f"{self.control.name} is measured"
         return StageFailure("validate", self.control.reason, detail)
 
@@ -176,6 +183,13 @@ def _partial(host: Host, task: ControlTask) -> Acted:
     steps = [s for s in task.trace.steps if s is not last]
     return Acted(solved=host.solve(solution_script(task.trace, task.eco.spec.answer_file,
                                                    steps)))
+
+
+def _vandal(host: Host, task: ControlTask) -> Acted:
+    change = vandalism(task.eco, task.checks)
+    assert change is not None, "the vandal control applies only with a change to make"
+    host.solve()
+    return Acted(solved=host.solve(change.script), what=str(change))
 
 
 def _open_loop(host: Host, task: ControlTask) -> Acted:
@@ -204,6 +218,10 @@ CONTROLS: tuple[Control, ...] = (
             applies=lambda task: bool(_writes(task))),
     Control("literals", _faked("literals"), "fail", "literals_passed",
             PASSES.format("with the outputs holding the instruction's literals")),
+    Control("vandal", _vandal, "fail", "vandal_passed",
+            "the verifier passes after the reference solution and {what}, which ran with "
+            "{solved} ({passed}/{total} checks)",
+            applies=lambda task: vandalism(task.eco, task.checks) is not None),
     Control("open_loop", _open_loop, "measured",
             applies=lambda task: task.open_loop is not None),
 )
@@ -224,4 +242,4 @@ def run_control(host: Host, control: Control, task: ControlTask) -> Trial:
     with host.start():
         acted = control.act(host, task)
         score = host.score(acted.answers)
-    return Trial(control, score, acted.solved)
+    return Trial(control, score, acted.solved, acted.what)

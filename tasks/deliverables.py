@@ -66,7 +66,8 @@ def _named(checks: Sequence[Check], deliverable: set[str], produced: set[str]) -
     """The intermediate keys the checked values of deliverables (and of entries no step
     writes, and the answer) name."""
     texts = [c.expected if isinstance(c.expected, str) else json.dumps(c.expected)
-             for c in checks if c.key in deliverable or c.key not in produced]
+             for c in checks if c.kind != "unchanged"
+             and (c.key in deliverable or c.key not in produced)]
     return {k for k in produced - deliverable if appears(k, texts)}
 
 
@@ -117,7 +118,7 @@ def goal_checks(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace,
     penalised for it.  Raises ``verify/no_outcome`` when nothing is left to check."""
     dropped = flow(spec, graph, trace, checks).intermediate_keys
     kept = [c for c in checks if c.kind != "state" or c.key not in dropped]
-    if not kept:
+    if all(c.kind == "unchanged" for c in kept):
         raise StageFailure("verify", "no_outcome",
                            "only intermediate results change; nothing is delivered")
     return kept

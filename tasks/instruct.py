@@ -228,7 +228,8 @@ def render_instruction(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed:
     opener = opener.format(n=_NUMBERS[len(items)] if len(items) < len(_NUMBERS)
                            else len(items))
     layout_id, layout = _pick(rng, phrases["layouts"])
-    closer_id, closer = _pick(rng, phrases["closers"])
+    closer_id, closer = _pick(rng, phrases["closers"] if eco.spec.preserves_existing
+                              else PHRASES["open_closers"])
     verbs = phrases.get("verbs", {})
     lines = []
     for n, item in enumerate(items, start=1):

@@ -117,6 +117,8 @@ def required_literals(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace,
         if tool.effect == "write" and tool.returns.from_param:
             produced.add(st.args[tool.returns.from_param])
     for c in checks:
+        if c.kind == "unchanged":
+            continue  # promised by the closer, not by a literal
         if c.kind == "answer":
             add(c.key)
             continue

@@ -133,10 +133,11 @@ def run_gate(env: LiveEnvironment, eco: Ecosystem, trace: Trace, checks: list[Ch
 
 
 def gate_result(scores: dict[str, Score]) -> GateResult:
-    """The gate's record of the controls' scores (``partial`` is None without it; without
-    ``open_loop`` the open-loop solution was the reference)."""
+    """The gate's record of the controls' scores (``partial`` and ``vandal`` are None
+    without them; without ``open_loop`` the open-loop solution was the reference)."""
     nop, ref, empty, lits = (scores[n] for n in ("nop", "reference", "empty", "literals"))
     partial, open_loop = scores.get("partial"), scores.get("open_loop", ref)
+    vandal = scores.get("vandal")
     return GateResult.model_validate({
         "checks_total": ref.checks_total,
         "baseline_reward": nop.reward, "baseline_checks_passed": nop.checks_passed,
@@ -145,4 +146,6 @@ def gate_result(scores: dict[str, Score]) -> GateResult:
         "partial_reward": partial.reward if partial else None,
         "partial_checks_passed": partial.checks_passed if partial else None,
         "literals_reward": lits.reward, "literals_checks_passed": lits.checks_passed,
-        "literal_trials": lits.trials, "open_loop_reward": open_loop.reward})
+        "literal_trials": lits.trials, "open_loop_reward": open_loop.reward,
+        "vandal_reward": vandal.reward if vandal else None,
+        "vandal_checks_passed": vandal.checks_passed if vandal else None})

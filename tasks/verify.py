@@ -20,11 +20,17 @@ from environments.sandbox import Sandbox, SandboxError
 from schemas.ecosystem import ProbeSection
 from schemas.trace import Trace
 from schemas.verifier import Check
+from tasks import comparisons
+from tasks.comparisons import digest
 from tasks.failures import StageFailure
 
 _TEMPLATES = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
     autoescape=False, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+
+
+_COMPARISONS = Path(comparisons.__file__).read_text(encoding="utf-8").strip() + "\n"
+"""The source the rendered verifier embeds (compare modes and digests)."""
 
 
 class VerifierResult(BaseModel):
@@ -47,7 +53,8 @@ def _produced(eco: Ecosystem, trace: Trace) -> dict[str, str | None]:
 
 
 def derive_checks(eco: Ecosystem, trace: Trace, before: dict, after: dict) -> list[Check]:
-    """One content check per changed probe entry, plus the answer.
+    """One content check per changed probe entry, plus the answer, plus (per ``preserved``
+    section) one check that every entry the trace leaves alone is unchanged.
 
     In a ``strict`` probe section every changed entry must be a write step's declared
     output; elsewhere side effects are allowed and still checked.
@@ -77,6 +84,23 @@ def derive_checks(eco: Ecosystem, trace: Trace, before: dict, after: dict) -> li
     if not checks:
         raise StageFailure("verify", "no_outcome",
                            "the workflow changes nothing and answers nothing")
+    return checks + unchanged_checks(eco, before, after)
+
+
+def unchanged_checks(eco: Ecosystem, before: dict, after: dict) -> list[Check]:
+    """Per checked, ``preserved`` probe section: the digests of the entries ``before``
+    holds and ``after`` holds unchanged (none for a section without such entries)."""
+    checks = []
+    for section in sorted(before):
+        conf = eco.spec.probe_sections.get(section, ProbeSection())
+        if not (conf.checked and conf.preserved):
+            continue
+        new = after.get(section, {})
+        kept = {key: digest(value, conf.compare) for key, value in before[section].items()
+                if key in new and new[key] == value}
+        if kept:
+            checks.append(Check(kind="unchanged", section=section, key=section,
+                                expected=kept, compare=conf.compare))
     return checks
 
 
@@ -85,7 +109,7 @@ def render_verifier(checks: list[Check], probe_source: str, task_ref: str = "") 
     payload = json.dumps([c.model_dump() for c in checks], sort_keys=True)
     return _TEMPLATES.get_template("verifier.py.j2").render(
         checks_literal=repr(payload), probe_literal=repr(probe_source),
-        task_ref=task_ref or "(generated)")
+        comparisons=_COMPARISONS, task_ref=task_ref or "(generated)")
 
 
 def run_verifier(sandbox: Sandbox, verifier_py: str,

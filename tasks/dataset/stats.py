@@ -160,6 +160,18 @@ def observation(con: duckdb.DuckDBPyConnection) -> str:
         "1; tasks gated before the control existed are not `measured` and not in the share.")
 
 
+def soundness(con: duckdb.DuckDBPyConnection) -> str:
+    return _section(con, "Collateral damage, per ecosystem", """
+        select coalesce(ecosystem, 'all') as ecosystem, count(*) as tasks,
+               count(gate.vandal_reward) as "vandal run",
+               count(*) filter (gate.vandal_reward < 1) as "vandal fails",
+               round(avg(gate.vandal_reward), 3) as "mean vandal reward"
+        from tasks group by rollup (ecosystem) order by grouping(ecosystem), ecosystem""",
+        "The vandal control runs the reference solution and then changes one seeded entry "
+        "the task leaves alone; an accepted task's verifier fails it.  It does not run where "
+        "no probe section declares `vandal` commands, nor on tasks gated before it existed.")
+
+
 def depth_histogram(con: duckdb.DuckDBPyConnection) -> str:
     return _section(con, "Tasks by depth and shape", """
         pivot (select depth, shape from tasks) on shape using count(*)
@@ -183,6 +195,7 @@ SECTIONS: list[Section] = [
     tools_never_succeeded,
     distributions,
     observation,
+    soundness,
     depth_histogram,
     instruction_diversity,
 ]

@@ -52,13 +52,18 @@ def test_every_exported_folder_rebuilds_the_environment_and_scores_like_the_gate
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"checked {len(tasks)} folders: {len(tasks)} passed, 0 failed" in proc.stdout
     results = json.loads(report.read_text())
+    gates = {t.task_id: t.gate for t in tasks}
     assert {r["task_id"] for r in results} == {t.task_id for t in tasks}
     for r in results:
         assert r["ok"] and r["identical"] and not r["error"], r
         assert re.match(r"\d+ paths identical, probe state identical$", r["identity"])
         rewards = {c["name"]: c["reward"] for c in r["controls"]}
+        assert rewards.get("vandal") == gates[r["task_id"]].vandal_reward, r
         assert rewards.pop("reference") == 1.0 and set(rewards.values()) == {0.0}
         assert {"nop", "empty", "literals"} <= set(rewards)
+    vandalized = {r["ecosystem"] for r in results
+                  if any(c["name"] == "vandal" for c in r["controls"])}
+    assert vandalized == {t.ecosystem for t in tasks} - {"faults"}, vandalized
     by_tool = {t.tools[-1]: t for t in tasks if t.ecosystem == "faults"}
     for tool, kind in REPAIRED.items():  # the additions really are in those environments
         dockerfile = (out / f"faults-{by_tool[tool].task_id}/environment/Dockerfile").read_text()

@@ -4,7 +4,9 @@ For accepted tasks of every built-in ecosystem, a fresh sandbox is realized, the
 reference solution run (reward 1), and then, for each check in turn, the state is
 restored to the solved snapshot and only that check's place is overwritten with a
 sentinel (the same fakes the gate's shortcut controls use; a fresh wrong answer for the
-answer file).  The reward must drop to 0 and that very check must be reported failing.
+answer file; for the check that the entries a task leaves alone are unchanged, the
+section's vandal commands).  The reward must drop to 0 and that very check must be
+reported failing.
 """
 
 import json
@@ -17,7 +19,9 @@ from flows.providers import close_run, provider_for
 from schemas.trace import Trace
 from schemas.verifier import Check
 from tasks.realize import LiveEnvironment
+from tasks.commands import render_shell
 from tasks.shortcuts import shortcut
+from tasks.vandal import Vandalism
 
 RUN_ID = "itest-mutations"
 SENTINEL = "tf-mutated"
@@ -33,6 +37,32 @@ SPOILERS = {
                            f"'ALTER TABLE tf_copy ADD COLUMN tf_mutated; "
                            f"ALTER TABLE tf_copy RENAME TO \"{key}\"'"),
 }
+
+
+def _vandal_spoilers(eco, check: Check) -> list:
+    """For an ``unchanged`` check: each of its section's vandal commands, on one of the
+    entries the check keeps (a different one per command where there are several)."""
+    keys = sorted(check.expected)
+    commands = eco.spec.probe_sections[check.section].vandal
+    assert commands, f"section {check.section} has no vandal command"
+
+    def spoiler(i, command):
+        key = keys[i % len(keys)]
+        script = Vandalism(check.section, key, render_shell(command, {"key": key})).script
+
+        def spoil(sandbox):
+            done = sandbox.exec(["bash", "-s"], stdin=script.encode(), timeout=60,
+                                env={"TASKFACTORY_WORKDIR": sandbox.workdir})
+            assert done.exit_code == 0, done.stderr
+        return spoil
+    return [spoiler(i, command) for i, command in enumerate(commands)]
+
+
+def _spoilers(eco, check: Check) -> list:
+    """Ways to spoil the place ``check`` reads, each one on its own."""
+    if check.kind == "unchanged":
+        return _vandal_spoilers(eco, check)
+    return [lambda sandbox: _spoil(eco, sandbox, check)]
 
 
 def _spoil(eco, sandbox, check: Check) -> None:
@@ -86,12 +116,13 @@ def test_each_check_matters(name):
             summary, fails = _failing(sb, task.verifier_py)
             assert summary["reward"] == 1 and not fails
             for check in checks:
-                sb.restore(solved)
-                _spoil(eco, sb, check)
-                summary, fails = _failing(sb, task.verifier_py)
-                where = f"{check.section}/{check.key}" if check.section else check.key
-                assert summary["reward"] == 0, f"{task.task_id}: spoiling {where} still passes"
-                assert where in fails, (where, fails)
-                mutated += 1
+                for spoil in _spoilers(eco, check):
+                    sb.restore(solved)
+                    spoil(sb)
+                    summary, fails = _failing(sb, task.verifier_py)
+                    where = f"{check.section}/{check.key}" if check.section else check.key
+                    assert summary["reward"] == 0, f"{task.task_id}: spoiling {where} passes"
+                    assert where in fails, (where, fails)
+                    mutated += 1
     assert mutated >= len(tasks)
     close_run(RUN_ID)
