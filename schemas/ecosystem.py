@@ -161,6 +161,13 @@ class ToolSpec(_Strict):
     related_inputs: bool = False
     """Its typed inputs only make sense when they derive from one upstream step (e.g. the
     lines two files have in common): the planner uses it only to close a diamond."""
+    alternatives: list[str] = Field(default_factory=list)
+    """Other commands with the same effect (jinja2 over the same parameters, like
+    ``command``): another route a correct solver may take — Python instead of awk, the
+    ``sqlite3`` module instead of the CLI, plumbing instead of porcelain, urllib instead of
+    curl.  A read tool's alternative prints the same value, a write tool's makes the same
+    change.  The gate's alternative control runs the solution with them
+    (``tasks/alternative.py``) and requires it to pass."""
 
     @field_validator("params")
     @classmethod

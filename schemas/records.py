@@ -15,10 +15,11 @@ from pydantic import BaseModel, ConfigDict
 
 from schemas.verifier import GateResult
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """1: tasks, trajectories, attempts.  2: + provenance on every row, + steps and runs.
 3: + ``tasks.needs_observation`` and the gate's open-loop reward, + ``attempts.tools`` and
-``attempts.graph_json``.  4: + the gate's vandal reward (``tasks.gate.vandal_reward``)."""
+``attempts.graph_json``.  4: + the gate's vandal reward (``tasks.gate.vandal_reward``).
+5: + the gate's alternative reward."""
 
 Supervision = Literal["masked", "full", "actobs"]
 ActionSpace = Literal["function", "terminal"]

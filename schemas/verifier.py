@@ -61,6 +61,9 @@ class GateResult(BaseModel):
     """None on tasks gated before the control existed."""
     vandal_reward: float | None = None
     vandal_checks_passed: int | None = None
+    alternative_reward: float | None = None
+    """The solution with each step's alternative command (``tasks/alternative.py``):
+    accepted tasks score 1; None where no step's tool has an alternative."""
 
     @property
     def needs_observation(self) -> bool | None:
@@ -72,4 +75,4 @@ class GateResult(BaseModel):
         shortcuts = [self.empty_reward, self.partial_reward or 0.0, self.literals_reward,
                      self.vandal_reward or 0.0]
         return (self.baseline_reward == 0.0 and self.reference_reward == 1.0
-                and all(r < 1.0 for r in shortcuts))
+                and all(r < 1.0 for r in shortcuts) and self.alternative_reward in (None, 1.0))

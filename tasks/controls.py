@@ -21,6 +21,9 @@ rebuilt environment.
 - ``literals``: every output holding the instruction's literals, the answer tried as each;
 - ``vandal``: the reference solution, then one change to a seeded entry the task leaves
   alone (:mod:`tasks.vandal`; only where a probe section declares how to make one);
+- ``alternative``: the reference solution with each step's command replaced by one of its
+  tool's ``alternatives`` (:mod:`tasks.alternative`; only where a tool declares some) must
+  pass as the reference does;
 - ``open_loop`` (measured): the reference solution with every argument the instruction
   does not write replaced by a wrong value (:mod:`tasks.open_loop`).  It applies only when
   the task carries that script and the script differs from the reference: the gate draws
@@ -42,6 +45,7 @@ from typing import Literal, Protocol
 from environments.ecosystems import Ecosystem
 from schemas.trace import Trace
 from schemas.verifier import Check
+from tasks.alternative import AlternativeSolution, alternative_solution, explain
 from tasks.commands import solution_failure, solution_script
 from tasks.failures import Reason, StageFailure
 from tasks.shortcuts import Shortcut, shortcut
@@ -57,6 +61,8 @@ class Score:
     checks_passed: int | None = None
     checks_total: int | None = None
     trials: int = 0
+    failed: tuple[str, ...] = ()
+    """The failing checks, ``section/key`` (or the answer file)."""
 
 
 @dataclass(frozen=True)
@@ -118,9 +124,11 @@ class Control:
     """The gate's rejection reason when the control does not score as expected."""
     failure: str = ""
     """The rejection's detail, formatted with ``passed``, ``total``, ``solve_exit``,
-    ``solved`` (``exit 0``, or where the solution failed: :func:`solution_failure`) and
-    ``what`` (:attr:`Acted.what`)."""
+    ``solved`` (``exit 0``, or where the solution failed: :func:`solution_failure`),
+    ``what`` (:attr:`Acted.what`) and ``why`` (``explain``'s text)."""
     applies: Callable[[ControlTask], bool] = lambda task: True
+    explain: Callable[[ControlTask, Score], str] | None = None
+    """What a score that is not as expected means for the task (``why`` in ``failure``)."""
 
     def holds(self, reward: float, solve_exit: int | None) -> bool:
         """Did the control score as expected?  A measured control always does."""
@@ -139,6 +147,7 @@ class Trial:
     score: Score
     solved: Solved | None = None
     what: str = ""
+    why: str = ""
 
     @property
     def solve_exit(self) -> int | None:
@@ -161,7 +170,8 @@ class Trial:
         detail = self.control.failure.format(passed=self.score.checks_passed,
                                              total=self.score.checks_total,
                                              solve_exit=self.solve_exit,
-                                             solved=self.solve_outcome, what=self.what)
+                                             solved=self.solve_outcome, what=self.what,
+                                             why=self.why)
         assert self.control.reason is not None, f"{self.control.name} is measured"
         return StageFailure("validate", self.control.reason, detail)
 
@@ -190,6 +200,16 @@ def _vandal(host: Host, task: ControlTask) -> Acted:
     assert change is not None, "the vandal control applies only with a change to make"
     host.solve()
     return Acted(solved=host.solve(change.script), what=str(change))
+
+
+def _alternative_solution(task: ControlTask) -> AlternativeSolution | None:
+    return alternative_solution(task.eco, task.trace, task.eco.spec.answer_file)
+
+
+def _alternative(host: Host, task: ControlTask) -> Acted:
+    solution = _alternative_solution(task)
+    assert solution is not None, "the alternative control applies only with alternatives"
+    return Acted(solved=host.solve(solution.script), what=str(solution))
 
 
 def _open_loop(host: Host, task: ControlTask) -> Acted:
@@ -222,6 +242,11 @@ CONTROLS: tuple[Control, ...] = (
             "the verifier passes after the reference solution and {what}, which ran with "
             "{solved} ({passed}/{total} checks)",
             applies=lambda task: vandalism(task.eco, task.checks) is not None),
+    Control("alternative", _alternative, "pass", "overspecified",
+            "the solution with the alternative commands of {what} {solved}, verifier "
+            "{passed}/{total} checks; failing: {why}",
+            applies=lambda task: _alternative_solution(task) is not None,
+            explain=lambda task, score: explain(task.eco, task.trace, score.failed)),
     Control("open_loop", _open_loop, "measured",
             applies=lambda task: task.open_loop is not None),
 )
@@ -242,4 +267,7 @@ def run_control(host: Host, control: Control, task: ControlTask) -> Trial:
     with host.start():
         acted = control.act(host, task)
         score = host.score(acted.answers)
-    return Trial(control, score, acted.solved, acted.what)
+    trial = Trial(control, score, acted.solved, acted.what)
+    if control.explain is not None and not trial.ok:
+        trial = Trial(control, score, acted.solved, acted.what, control.explain(task, score))
+    return trial

@@ -27,6 +27,7 @@ Reason = Literal[
     "partial_solution_passed",  # ... after the reference minus its last mutating step
     "literals_passed",   # ... when outputs hold only the instruction's literals
     "vandal_passed",     # ... after the reference plus a change to an entry it must keep
+    "overspecified",     # the verifier fails a solution that takes another correct route
     "no_observation_needed",  # solvable open-loop, and the run requires observation
     "sandbox",           # the sandbox itself failed (engine error)
     "seed_error",        # the ecosystem's seed code raised

@@ -103,7 +103,7 @@ class SandboxHost:
 
     def score(self, answers: list[str] | None = None) -> Score:
         r = run_verifier(self.env.sandbox, self.verifier_py, answers)
-        return Score(r.reward, r.checks_passed, r.checks_total, r.trials)
+        return Score(r.reward, r.checks_passed, r.checks_total, r.trials, r.failed)
 
 
 def run_gate(env: LiveEnvironment, eco: Ecosystem, trace: Trace, checks: list[Check],
@@ -133,8 +133,8 @@ def run_gate(env: LiveEnvironment, eco: Ecosystem, trace: Trace, checks: list[Ch
 
 
 def gate_result(scores: dict[str, Score]) -> GateResult:
-    """The gate's record of the controls' scores (``partial`` and ``vandal`` are None
-    without them; without ``open_loop`` the open-loop solution was the reference)."""
+    """The gate's record of the controls' scores (``partial``, ``vandal`` and
+    ``alternative`` are None without them; without ``open_loop`` the open-loop solution was the reference)."""
     nop, ref, empty, lits = (scores[n] for n in ("nop", "reference", "empty", "literals"))
     partial, open_loop = scores.get("partial"), scores.get("open_loop", ref)
     vandal = scores.get("vandal")
@@ -148,4 +148,6 @@ def gate_result(scores: dict[str, Score]) -> GateResult:
         "literals_reward": lits.reward, "literals_checks_passed": lits.checks_passed,
         "literal_trials": lits.trials, "open_loop_reward": open_loop.reward,
         "vandal_reward": vandal.reward if vandal else None,
-        "vandal_checks_passed": vandal.checks_passed if vandal else None})
+        "vandal_checks_passed": vandal.checks_passed if vandal else None,
+        "alternative_reward": scores["alternative"].reward if "alternative" in scores
+        else None})

@@ -40,6 +40,8 @@ class VerifierResult(BaseModel):
     trials: int = 0
     trials_passed: int = 0
     """With ``answers``: how many answer texts were tried, and how many passed."""
+    failed: tuple[str, ...] = ()
+    """The failing checks (``section/key``, or the answer file), from the FAIL lines."""
 
 
 def _produced(eco: Ecosystem, trace: Trace) -> dict[str, str | None]:
@@ -120,8 +122,11 @@ def run_verifier(sandbox: Sandbox, verifier_py: str,
     result = sandbox.exec(["python3", "-", "--root", ".", *extra], stdin=verifier_py.encode(),
                           timeout=60)
     lines = result.stdout.strip().splitlines()
+    failed = tuple(line.split()[2] for line in result.stderr.splitlines()
+                   if line.startswith("FAIL ") and len(line.split()) > 2)
     try:
-        return VerifierResult.model_validate_json(lines[-1] if lines else "")
+        summary = VerifierResult.model_validate_json(lines[-1] if lines else "")
+        return summary.model_copy(update={"failed": failed})
     except ValueError:
         if "OCI runtime exec failed" in result.stdout + result.stderr:  # the engine, not us
             raise SandboxError(f"the engine could not start the verifier: "

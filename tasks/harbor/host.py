@@ -162,7 +162,8 @@ class ContainerHost:
             if best is None or trial.reward > best.reward:
                 best = trial
         assert best is not None
-        return Score(best.reward, best.checks_passed, best.checks_total, len(answers or []))
+        return Score(best.reward, best.checks_passed, best.checks_total, len(answers or []),
+                     best.failed)
 
     def _verify(self) -> Score:
         """Upload tests/, run test.sh, read the reward."""
@@ -181,5 +182,8 @@ class ContainerHost:
         if not isinstance(rewards, dict) or not all(
                 isinstance(v, int | float) and not isinstance(v, bool) for v in rewards.values()):
             raise RewardUnreadable(f"no flat numeric reward file: {rewards!r}")
+        details = json.loads(box.read(f"{LOGS_DIR}/details.json") or "[]")
+        failed = tuple(f"{d['section']}/{d['key']}" if d.get("section") else d["key"]
+                       for d in details if isinstance(d, dict) and not d.get("passed"))
         return Score(float(rewards["reward"]), rewards.get("checks_passed"),
-                     rewards.get("checks_total"))
+                     rewards.get("checks_total"), failed=failed)
