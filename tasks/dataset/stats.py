@@ -161,15 +161,32 @@ def observation(con: duckdb.DuckDBPyConnection) -> str:
 
 
 def soundness(con: duckdb.DuckDBPyConnection) -> str:
-    return _section(con, "Collateral damage, per ecosystem", """
-        select coalesce(ecosystem, 'all') as ecosystem, count(*) as tasks,
-               count(gate.vandal_reward) as "vandal run",
-               count(*) filter (gate.vandal_reward < 1) as "vandal fails",
-               round(avg(gate.vandal_reward), 3) as "mean vandal reward"
-        from tasks group by rollup (ecosystem) order by grouping(ecosystem), ecosystem""",
-        "The vandal control runs the reference solution and then changes one seeded entry "
-        "the task leaves alone; an accepted task's verifier fails it.  It does not run where "
-        "no probe section declares `vandal` commands, nor on tasks gated before it existed.")
+    return _section(con, "Soundness controls, per ecosystem", """
+        with t as (
+          select ecosystem, count(*) as tasks,
+                 count(gate.vandal_reward) as vandal_run,
+                 count(*) filter (gate.vandal_reward < 1) as vandal_fails,
+                 count(gate.alternative_reward) as alternative_run,
+                 count(*) filter (gate.alternative_reward = 1) as alternative_passes
+          from tasks group by rollup (ecosystem)),
+        a as (
+          select ecosystem, count(*) filter (reason = 'vandal_passed') as vandal_passed,
+                 count(*) filter (reason = 'overspecified') as overspecified
+          from attempts where status = 'rejected' group by rollup (ecosystem))
+        select coalesce(t.ecosystem, 'all') as ecosystem, tasks,
+               vandal_run as "vandal run", vandal_fails as "vandal fails",
+               alternative_run as "alternative run",
+               alternative_passes as "alternative passes",
+               coalesce(vandal_passed, 0) as "rejected: vandal passed",
+               coalesce(overspecified, 0) as "rejected: overspecified"
+        from t left join a on t.ecosystem is not distinct from a.ecosystem
+        order by t.ecosystem is null, t.ecosystem""",
+        "Accepted tasks: the vandal control (the reference solution, then one change to a "
+        "seeded entry the task leaves alone) must fail, and the alternative control (the "
+        "solution with each step's alternative command) must pass; the rejected columns "
+        "count the candidates each turned away.  A control does not run where nothing "
+        "declares `vandal` commands or `alternatives`, nor on tasks gated before it "
+        "existed.")
 
 
 def depth_histogram(con: duckdb.DuckDBPyConnection) -> str:

@@ -58,7 +58,9 @@ def test_every_exported_folder_rebuilds_the_environment_and_scores_like_the_gate
         assert r["ok"] and r["identical"] and not r["error"], r
         assert re.match(r"\d+ paths identical, probe state identical$", r["identity"])
         rewards = {c["name"]: c["reward"] for c in r["controls"]}
-        assert rewards.get("vandal") == gates[r["task_id"]].vandal_reward, r
+        gate = gates[r["task_id"]]
+        assert rewards.get("vandal") == gate.vandal_reward, r
+        assert rewards.pop("alternative", None) == gate.alternative_reward, r
         assert rewards.pop("reference") == 1.0 and set(rewards.values()) == {0.0}
         assert {"nop", "empty", "literals"} <= set(rewards)
     vandalized = {r["ecosystem"] for r in results
