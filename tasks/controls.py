@@ -83,6 +83,10 @@ class Host(Protocol):
         """Run ``script`` (None: the task's reference solution) as the agent would, in the
         workdir."""
 
+    def solved(self) -> Solved:
+        """The state the reference solution leaves, from the initial state: the reference
+        run again, or a copy of what its own control left (the outcome is then that run's)."""
+
     def apply(self, fake: Shortcut) -> None:
         """Write the shortcut's files and run its commands as the agent."""
 
@@ -198,7 +202,7 @@ def _partial(host: Host, task: ControlTask) -> Acted:
 def _vandal(host: Host, task: ControlTask) -> Acted:
     change = vandalism(task.eco, task.checks)
     assert change is not None, "the vandal control applies only with a change to make"
-    host.solve()
+    host.solved()
     return Acted(solved=host.solve(change.script), what=str(change))
 
 

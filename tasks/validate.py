@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from environments.ecosystems import Ecosystem
-from environments.sandbox import Sandbox
+from environments.sandbox import Sandbox, Snapshot
 from schemas.trace import Trace
 from schemas.verifier import Check, GateResult
 from tasks.controls import ControlTask, Score, Solved, Trial, controls_for, run_control
@@ -82,6 +82,7 @@ class SandboxHost:
 
     def __init__(self, env: LiveEnvironment, solution_sh: str, verifier_py: str) -> None:
         self.env, self.solution_sh, self.verifier_py = env, solution_sh, verifier_py
+        self._solved: tuple[Snapshot, Solved] | None = None
 
     @contextmanager
     def start(self) -> Iterator[Sandbox]:
@@ -89,7 +90,19 @@ class SandboxHost:
         yield self.env.sandbox
 
     def solve(self, script: str | None = None) -> Solved:
-        return run_solution(self.env.sandbox, self.solution_sh if script is None else script)
+        solved = run_solution(self.env.sandbox, self.solution_sh if script is None else script)
+        if script is None and self._solved is None:
+            self._solved = (self.env.sandbox.snapshot(), solved)
+        return solved
+
+    def solved(self) -> Solved:
+        """The reference's end state restored from the snapshot its first run left (the
+        workdir is the whole state a probe reads), else the reference run."""
+        if self._solved is None:
+            return self.solve()
+        snapshot, solved = self._solved
+        self.env.sandbox.restore(snapshot)
+        return solved
 
     def apply(self, fake: Shortcut) -> None:
         sb = self.env.sandbox
