@@ -18,7 +18,7 @@ import random
 from dataclasses import dataclass
 
 from environments.ecosystems import Ecosystem
-from schemas.trace import Trace
+from schemas.trace import StepTrace, Trace
 from tasks.commands import render_shell, solution_script
 
 
@@ -61,7 +61,8 @@ def explain(eco: Ecosystem, trace: Trace, failed: tuple[str, ...]) -> str:
     answer: the alternative prints another value)."""
     solution = alternative_solution(eco, trace, eco.spec.answer_file)
     replaced = solution.replaced if solution else {}
-    writers, upstream = {}, {}
+    writers: dict[str, StepTrace] = {}
+    upstream: dict[str, set[str]] = {}
     for st in trace.steps:
         before = {w.step_id for key, w in writers.items() if key in st.args.values()}
         upstream[st.step_id] = before | {u for b in before for u in upstream[b]}

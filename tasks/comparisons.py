@@ -7,6 +7,7 @@ compute the digests the verifier later recomputes, so both sides use one impleme
 """
 
 import collections
+import contextlib
 import csv
 import hashlib
 import io
@@ -35,8 +36,9 @@ COMPARE = {
     "lines_unordered": lambda got, want: (collections.Counter(norm_lines(got))
                                           == collections.Counter(norm_lines(want))),
     "csv": lambda got, want: csv_rows(got) == csv_rows(want),
-    "csv_unordered": lambda got, want: (csv_rows(got)[:1] == csv_rows(want)[:1]
-                                        and sorted(csv_rows(got)[1:]) == sorted(csv_rows(want)[1:])),
+    "csv_unordered": lambda got, want: (
+        csv_rows(got)[:1] == csv_rows(want)[:1]
+        and sorted(csv_rows(got)[1:]) == sorted(csv_rows(want)[1:])),
     "json_text": lambda got, want: json.loads(got) == json.loads(want),
     "rows_unordered": lambda got, want: sorted(map(canon, got)) == sorted(map(canon, want)),
 }
@@ -58,8 +60,6 @@ def digest(value, compare):
     """A short hash of ``value`` in its canonical form under ``compare``: two values have
     the same digest when that mode compares them equal (a value the mode cannot parse is
     hashed as it is)."""
-    try:
+    with contextlib.suppress(TypeError, ValueError, csv.Error):
         value = CANONICAL[compare](value)
-    except (TypeError, ValueError, csv.Error):
-        pass
     return hashlib.sha256(canon(value).encode("utf-8")).hexdigest()[:20]

@@ -147,10 +147,11 @@ def run_gate(env: LiveEnvironment, eco: Ecosystem, trace: Trace, checks: list[Ch
 
 def gate_result(scores: dict[str, Score]) -> GateResult:
     """The gate's record of the controls' scores (``partial``, ``vandal`` and
-    ``alternative`` are None without them; without ``open_loop`` the open-loop solution was the reference)."""
+    ``alternative`` are None without them; without ``open_loop`` the open-loop solution
+    was the reference)."""
     nop, ref, empty, lits = (scores[n] for n in ("nop", "reference", "empty", "literals"))
     partial, open_loop = scores.get("partial"), scores.get("open_loop", ref)
-    vandal = scores.get("vandal")
+    vandal, alternative = scores.get("vandal"), scores.get("alternative")
     return GateResult.model_validate({
         "checks_total": ref.checks_total,
         "baseline_reward": nop.reward, "baseline_checks_passed": nop.checks_passed,
@@ -162,5 +163,4 @@ def gate_result(scores: dict[str, Score]) -> GateResult:
         "literal_trials": lits.trials, "open_loop_reward": open_loop.reward,
         "vandal_reward": vandal.reward if vandal else None,
         "vandal_checks_passed": vandal.checks_passed if vandal else None,
-        "alternative_reward": scores["alternative"].reward if "alternative" in scores
-        else None})
+        "alternative_reward": alternative.reward if alternative else None})

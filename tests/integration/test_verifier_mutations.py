@@ -18,8 +18,8 @@ from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run, provider_for
 from schemas.trace import Trace
 from schemas.verifier import Check
-from tasks.realize import LiveEnvironment
 from tasks.commands import render_shell
+from tasks.realize import LiveEnvironment
 from tasks.shortcuts import shortcut
 from tasks.vandal import Vandalism
 
