@@ -254,6 +254,10 @@ class ProbeSection(_Strict):
     """Every seeded entry the task does not change must be unchanged at the end (one
     ``unchanged`` check per section).  False opts the section out; instructions then do not
     promise that existing things stay as they are."""
+    distinct: bool = False
+    """An entry a step writes here must differ (under ``compare``) from the step's inputs and
+    from the task's other outputs: a copy of what exists is no work (``tasks/purpose.py``).
+    Leave it off where an equal entry is the point (a branch made at another's commit)."""
     vandal: list[str] = Field(default_factory=list)
     """Commands (jinja2, ``{{ key }}`` is the entry's key, shell-quoted) that each make one
     change the probe sees to an existing entry: delete it, append to it, or alter it.  The

@@ -16,7 +16,6 @@ from tasks.commands import answer_text
 from tasks.failures import REPAIRABLE, StageFailure
 from tasks.realize import LiveEnvironment
 from tasks.repair import Repairer, Run, repair
-from tasks.steps import run_step
 
 
 def execute_graph(env: LiveEnvironment, eco: Ecosystem, candidate: Candidate,
@@ -35,8 +34,7 @@ def execute_graph(env: LiveEnvironment, eco: Ecosystem, candidate: Candidate,
         step = run.graph.steps[i]
         run.reset()
         try:
-            st = run_step(run.sandbox, eco, candidate, step, run.outputs, run.discovered(),
-                          run.shown(step), run.known_state())
+            st = run.run(step)
         except StageFailure as failure:
             run.dirty = run.dirty or eco.spec.tool(step.tool).effect == "write"
             fix = None
@@ -53,8 +51,7 @@ def execute_graph(env: LiveEnvironment, eco: Ecosystem, candidate: Candidate,
             if fix.step is not None:
                 steps = [fix.step if s.id == step.id else s for s in run.graph.steps]
                 run.graph = run.graph.model_copy(update={"steps": steps})
-        run.outputs[step.id] = st.output
-        run.steps.append(st)
+        run.keep(st)
         i += 1
     run.reset()
     answer = None

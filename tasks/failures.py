@@ -17,6 +17,7 @@ Reason = Literal[
     "timeout",
     "resource",          # memory or process limit
     "degenerate",        # succeeded, but the output is empty or trivial
+    "purposeless",       # succeeded, but changed nothing, copied an input or undid a step
     "nondeterministic",  # two executions disagree
     "ambiguous",         # the outcome depends on a choice the instruction cannot fix
     "unexpected_change",  # state changed where no step said it would
@@ -40,7 +41,7 @@ Reason = Literal[
 ]
 
 REPAIRABLE: tuple[Reason, ...] = ("environment", "binding", "tool_error", "timeout",
-                                  "resource", "degenerate", "ambiguous")
+                                  "resource", "degenerate", "purposeless", "ambiguous")
 """Categories a failing step may be repaired from (the others are verdicts on a whole run)."""
 
 

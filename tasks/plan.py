@@ -16,8 +16,10 @@ ends a graph (its output is the answer) unless it is a lookup (``observes_value`
 typed value, such as a ticket id or a commit): a lookup may also start or sit inside a
 graph when a later write takes its output, which execution passes on as the value the
 lookup really printed.  Where lookups can start a graph, the planner starts with one
-with probability :data:`LOOKUP_SHARE`.  A shape that the ecosystem's tools cannot form
-falls back to a chain.  Duplicate fingerprints within a run are re-planned.
+with probability :data:`LOOKUP_SHARE` (a fan-out or a diamond then branches from the
+write that takes the looked-up value).  A graph uses each tool once, so branches grow
+from a value two different tools can take.  A shape that the ecosystem's tools cannot
+form falls back to a chain.  Duplicate fingerprints within a run are re-planned.
 """
 
 from __future__ import annotations
@@ -152,6 +154,11 @@ class _Builder:
         self.out_type[step_id] = tool.returns.type
         return step_id
 
+    def used(self) -> set[str]:
+        """The tools already in the graph: a task uses each tool once (a second run of one
+        is, more often than not, a copy of the first or its undoing)."""
+        return {s.tool for s in self.steps}
+
     def _fresh(self, template: str) -> str:
         name = fresh_name(template, self.names | set(self.state))
         self.names.add(name)
@@ -162,33 +169,35 @@ class _Builder:
         """(tool, param) pairs that can consume ``step_id``'s output; with ``writes_only``,
         reads only when ``lookups`` and a write can take their value in turn."""
         out = []
-        producer = next(s.tool for s in self.steps if s.id == step_id)
+        used = self.used()
         for tool in self.eco.spec.tools:
             if fresh_only and in_place(tool):
                 continue
             if writes_only and tool.effect != "write" and not (
                     lookups and self.feeds(tool, fresh_only)):
                 continue
-            if tool.name == producer or tool.related_inputs:
-                continue  # the same tool on its own output adds nothing
+            if tool.name in used or tool.related_inputs:
+                continue
             for p in tool.params:
                 if p.typed and self.can_bind(tool, {p.name: step_id}):
                     out.append((tool, p.name))
         return out
 
-    def feeds(self, tool: ToolSpec, fresh_only: bool = False) -> bool:
-        """``tool`` is a lookup whose value some other write could take right after it."""
-        if not tool.observes_value:
-            return False
+    def takers(self, tool: ToolSpec, fresh_only: bool = False) -> set[str]:
+        """The write tools not yet in the graph that could take ``tool``'s value next."""
         self.out_type["?"] = tool.returns.type
+        used = self.used() | {tool.name}
         try:
-            return any(
-                c.effect == "write" and c.name != tool.name and not c.related_inputs
-                and not (fresh_only and in_place(c))
-                and any(p.typed and self.can_bind(c, {p.name: "?"}) for p in c.params)
-                for c in self.eco.spec.tools)
+            return {c.name for c in self.eco.spec.tools
+                    if c.effect == "write" and c.name not in used and not c.related_inputs
+                    and not (fresh_only and in_place(c))
+                    and any(p.typed and self.can_bind(c, {p.name: "?"}) for p in c.params)}
         finally:
             del self.out_type["?"]
+
+    def feeds(self, tool: ToolSpec, fresh_only: bool = False) -> bool:
+        """``tool`` is a lookup whose value some other write could take right after it."""
+        return tool.observes_value and bool(self.takers(tool, fresh_only))
 
     def extend(self, step_id: str, length: int, may_end_in_read: bool,
                fresh_only: bool = False) -> str:
@@ -220,7 +229,8 @@ def _pick_tool_first(b: _Builder, options: list[tuple[ToolSpec, str]]
 def _starters(b: _Builder, writes_only: bool) -> list[ToolSpec]:
     """Tools that can run first; with ``writes_only``, writes and lookups a write can
     follow."""
-    return [t for t in b.eco.spec.tools if not t.related_inputs
+    used = b.used()
+    return [t for t in b.eco.spec.tools if not t.related_inputs and t.name not in used
             and (t.effect == "write" or not writes_only or b.feeds(t)) and b.can_bind(t, {})]
 
 
@@ -235,10 +245,10 @@ def _pick_start(b: _Builder, tools: list[ToolSpec]) -> ToolSpec:
 def _joins(b: _Builder, related: bool) -> list[tuple[ToolSpec, list[str]]]:
     """Tools with two or more typed inputs, with the names of those inputs; tools that
     need related inputs only when ``related`` (the inputs share an upstream step)."""
-    out = []
+    out, used = [], b.used()
     for t in b.eco.spec.tools:
         typed = [p.name for p in t.params if p.typed]
-        if len(typed) >= 2 and (related or not t.related_inputs):
+        if len(typed) >= 2 and (related or not t.related_inputs) and t.name not in used:
             out.append((t, typed))
     return out
 
@@ -252,17 +262,38 @@ def _chain(b: _Builder, depth: int) -> None:
         b.extend(first, depth - 1, may_end_in_read=True)
 
 
+def _branching(b: _Builder) -> list[ToolSpec]:
+    """Starters whose value two different write tools could take (each tool runs once)."""
+    return [t for t in _starters(b, writes_only=True) if len(b.takers(t, fresh_only=True)) >= 2]
+
+
+def _branch_root(b: _Builder, spare: int) -> tuple[str, int] | None:
+    """The step branches grow from (a value two different writes can take) and the levels
+    it took: with probability :data:`LOOKUP_SHARE`, when a lookup can start and the shape
+    has a ``spare`` level for it, the lookup and then one of its writes (so the branches
+    build on an observed value), else a starter."""
+    lookups = [t for t in _starters(b, writes_only=True) if t.observes_value] if spare else []
+    if lookups and b.rng.random() < LOOKUP_SHARE:
+        looked = b.add(_pick_tool_first(b, [(t, "") for t in lookups])[0], {})
+        options = [(t, p) for t, p in b.consumers(looked, writes_only=True, fresh_only=True)
+                   if t.effect == "write" and len(b.takers(t, fresh_only=True)) >= 2]
+        if not options:
+            return None
+        tool, pname = _pick_tool_first(b, options)
+        return b.add(tool, {pname: looked}), 2
+    roots = _branching(b)
+    return (b.add(_pick_tool_first(b, [(t, "") for t in roots])[0], {}), 1) if roots else None
+
+
 def _fan_out(b: _Builder, depth: int) -> bool:
-    roots = _starters(b, writes_only=True)
-    if not roots or depth < 2:
+    found = _branch_root(b, spare=depth - 2) if depth >= 2 else None
+    if found is None:
         return False
-    root = b.add(_pick_start(b, roots), {})
+    root, levels = found
     branches = b.rng.choice([2, 3])
-    if len(b.consumers(root, writes_only=True, fresh_only=True)) < 2:
-        return False
     for i in range(branches):
         last = i == branches - 1
-        b.extend(root, depth - 1 if i == 0 else 1, may_end_in_read=last, fresh_only=True)
+        b.extend(root, depth - levels if i == 0 else 1, may_end_in_read=last, fresh_only=True)
     return True
 
 
@@ -283,14 +314,21 @@ def _join_over(b: _Builder, depth_left: int, source: str | None, depth_first: in
         for pa, pb in itertools.permutations(typed, 2):
             a = _producers_for(b, join.param(pa).type, source)
             c = _producers_for(b, join.param(pb).type, source)
-            if not a or not c:
+            first_pick = _pick_tool_first(b, a) if a else None
+            c = [(t, pn) for t, pn in c if first_pick is None or t.name != first_pick[0].name]
+            if first_pick is None or not c:
                 continue
             ends = []
-            picks = (_pick_tool_first(b, a), depth_first), (_pick_tool_first(b, c), 0)
-            for (tool, pname), extra in picks:
+            for pick, extra in ((first_pick, depth_first), (None, 0)):
+                if pick is None:  # the first branch may have used the tools left for it
+                    c = [(t, pn) for t, pn in c if t.name not in b.used()]
+                    if not c:
+                        return False
+                    pick = _pick_tool_first(b, c)
+                tool, pname = pick
                 first = b.add(tool, {pname: source} if source else {})
                 ends.append(first if extra <= 0 else b.extend(first, extra, False, True))
-            if not b.can_bind(join, {pa: ends[0], pb: ends[1]}):
+            if join.name in b.used() or not b.can_bind(join, {pa: ends[0], pb: ends[1]}):
                 return False
             joined = b.add(join, {pa: ends[0], pb: ends[1]})
             if join.effect == "write" and depth_left > 0:
@@ -309,11 +347,11 @@ def _fan_in(b: _Builder, depth: int) -> bool:
 
 
 def _diamond(b: _Builder, depth: int) -> bool:
-    roots = _starters(b, writes_only=True)
-    if depth < 3 or not roots:
+    found = _branch_root(b, spare=depth - 3) if depth >= 3 else None
+    if found is None:
         return False
-    root = b.add(_pick_start(b, roots), {})
-    return _join_over(b, depth - 3, root, 0)
+    root, levels = found
+    return _join_over(b, depth - 2 - levels, root, 0)
 
 
 SHAPES = {"fan_out": _fan_out, "fan_in": _fan_in, "diamond": _diamond}

@@ -33,7 +33,8 @@ from schemas.graph import Binding, Candidate, Step, WorkflowGraph
 from schemas.trace import Repair, RepairKind, StepTrace
 from tasks.compose import render_phrase
 from tasks.failures import StageFailure, user_code_failure
-from tasks.realize import LiveEnvironment
+from tasks.purpose import Written, entry_digest, purposeless, written_entry
+from tasks.realize import LiveEnvironment, probe
 from tasks.repair_llm import RepairProposal, RepairRequest
 from tasks.steps import relative, replay, run_step
 from tasks.substitute import substitutes
@@ -59,6 +60,10 @@ class Run:
     """The sandbox may differ from the initial state plus the kept steps."""
     env_changed: bool = False
     """The environment gained something since the kept steps' discoveries ran."""
+    written: list[Written] = field(default_factory=list)
+    """The kept write steps with the probe states around each (``tasks/purpose.py``)."""
+    _pending: Written | None = None
+    """The last write step run, until it is kept (:meth:`keep`)."""
 
     @property
     def sandbox(self) -> Sandbox:
@@ -67,16 +72,54 @@ class Run:
     def reset(self) -> None:
         """Bring the sandbox back to the initial state plus the kept steps (checked)."""
         if self.dirty:
+            if self.env_changed:  # the states recorded so far lack what was added
+                self.written.clear()
             self.steps[:] = replay(self.sandbox, self.eco, self.env.initial, self.steps,
                                    rediscover=self.env_changed)
             self.dirty = self.env_changed = False
 
     def known_state(self) -> dict | None:
-        """The sandbox's probe state when it is known without probing it: the initial
-        state, while the kept steps are all reads (a read changes nothing) and nothing
-        failed since the last :meth:`reset`."""
-        reads = all(self.eco.spec.tool(st.tool).effect == "read" for st in self.steps)
-        return self.env.before if reads and not self.dirty else None
+        """The sandbox's probe state when it is known without probing it (nothing failed
+        since the last :meth:`reset`): the initial state while the kept steps are all
+        reads (a read changes nothing), else the state the last kept write left."""
+        if self.dirty:
+            return None
+        writes = [st for st in self.steps if self.eco.spec.tool(st.tool).effect == "write"]
+        if not writes:
+            return self.env.before
+        last = self.written[-1] if self.written else None
+        return last.after if last is not None and last.step_id == writes[-1].step_id else None
+
+    def run(self, step: Step) -> StepTrace:
+        """Run ``step`` on the kept steps' state (after :meth:`reset`).  A write step is
+        probed before and after; StageFailure when it fails or does no work
+        (``purposeless``).  :meth:`keep` records a step that stays."""
+        tool = self.eco.spec.tool(step.tool)
+        self._pending = None
+        before = self.known_state()
+        if tool.effect == "write" and before is None:
+            before = probe(self.sandbox, self.eco)
+        st = run_step(self.sandbox, self.eco, self.candidate, step, self.outputs,
+                      self.discovered(), self.shown(step), before)
+        if tool.effect != "write":
+            return st
+        assert before is not None
+        after = probe(self.sandbox, self.eco)
+        why = purposeless(self.eco, tool, st.args, before, after, self.written)
+        if why is not None:
+            raise StageFailure("execute", "purposeless", f"{tool.name}: {why}")
+        entry = written_entry(self.eco, tool, st.args, after)
+        self._pending = Written(st.step_id, entry, before, after)
+        return st.model_copy(update={"digest": entry_digest(self.eco, after, entry)})
+
+    def keep(self, st: StepTrace) -> None:
+        """``st`` stays in the trace: its output feeds later steps."""
+        self.outputs[st.step_id] = st.output
+        self.steps.append(st)
+        pending = self._pending
+        if pending is not None and pending.step_id == st.step_id:
+            self.written.append(pending)
+        self._pending = None
 
     def discovered(self) -> set[str]:
         """The discovery commands run before the kept steps (each runs once)."""
@@ -98,8 +141,7 @@ class Run:
         """Run ``step`` after the kept steps; its trace, or None when it fails too."""
         self.reset()
         try:
-            return run_step(self.sandbox, self.eco, self.candidate, step, self.outputs,
-                            self.discovered(), self.shown(step), self.known_state())
+            return self.run(step)
         except StageFailure:
             self.dirty = self.dirty or self.eco.spec.tool(step.tool).effect == "write"
             return None
@@ -240,6 +282,7 @@ ORDER: dict[str, tuple[str, ...]] = {
     "environment": ("provide", "substitute", "llm", "truncate"),
     "binding": ("rebind", "substitute", "llm", "truncate"),
     "degenerate": ("rebind", "substitute", "llm", "truncate"),
+    "purposeless": ("rebind", "substitute", "llm", "truncate"),
     "ambiguous": ("rebind", "substitute", "truncate"),
     "tool_error": ("substitute", "rebind", "llm", "truncate"),
     "timeout": ("substitute", "truncate"),

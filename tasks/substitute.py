@@ -2,13 +2,14 @@
 
 A replacement tool has the failing tool's effect, returns a value of the failing tool's
 return type (or a narrower one, so every consumer of the step still accepts it), and can
-bind each typed input: first to what the failing step was bound
-to (an upstream output or a state value, by type), else to another state value of a
-compatible type that the graph does not use.  Sampled inputs are drawn at execution
-time; fresh outputs get new names.  A tool that changes a value in place replaces a step
-only when that value is an upstream step's output (never a seeded value other steps may
-read); tools that need related inputs are never replacements.  A lookup (one observed value)
-is replaced only by a lookup, and a plain read only by a plain read.
+bind each typed input: first to what the failing step was bound to (an upstream output
+or a state value, by type), else to another state value of a compatible type that the
+graph does not use (not when the step feeds a tool that needs related inputs).  Sampled
+inputs are drawn at execution time; fresh outputs get new names.  A tool that changes a
+value in place replaces a step only when that value is an upstream step's output (never
+a seeded value other steps may read); tools that need related inputs, and tools the
+graph already uses, are never replacements.  A lookup (one observed value) is replaced
+only by a lookup, and a plain read only by a plain read.
 """
 
 from __future__ import annotations
@@ -47,6 +48,13 @@ def _bind(tool: ToolSpec, pool: list[tuple[str, Binding]], spare: list[tuple[str
     return bind
 
 
+def _feeds_related(eco: Ecosystem, graph: WorkflowGraph, step: Step) -> bool:
+    """A tool that needs related inputs takes ``step``'s output: a replacement must read
+    what ``step`` read (another state value would break the relation)."""
+    return any(eco.spec.tool(s.tool).related_inputs and any(
+        b.kind == "step" and b.step == step.id for b in s.bind.values()) for s in graph.steps)
+
+
 def substitutes(eco: Ecosystem, candidate: Candidate, graph: WorkflowGraph,
                 done: list[StepTrace], files: dict[str, bytes], step: Step) -> list[Step]:
     """Replacements for ``step``, in a seeded order (same candidate, same order)."""
@@ -59,13 +67,14 @@ def substitutes(eco: Ecosystem, candidate: Candidate, graph: WorkflowGraph,
         elif b.kind == "state" and (t := eco.state_type(str(b.value))):
             pool.append((t, b))
     used = {b.value for s in graph.steps for b in s.bind.values() if b.kind == "state"}
-    spare = [(path, t) for path in sorted(files)
-             if path not in used and (t := eco.state_type(path))]
+    spare = [] if _feeds_related(eco, graph, step) else [
+        (path, t) for path in sorted(files) if path not in used and (t := eco.state_type(path))]
     taken = {str(v) for st in done for v in st.args.values()} | set(files) | {
         str(b.value) for s in graph.steps for b in s.bind.values() if b.value}
+    in_graph = {s.tool for s in graph.steps}  # a task uses each tool once (tasks/plan.py)
     options = []
     for other in eco.spec.tools:
-        if other.name == tool.name or other.effect != tool.effect or other.related_inputs \
+        if other.name in in_graph or other.effect != tool.effect or other.related_inputs \
                 or not type_satisfies(other.returns.type, tool.returns.type) \
                 or other.observes_value != tool.observes_value:
             continue

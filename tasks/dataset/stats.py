@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 import duckdb
 
 from tasks.dataset.runs import SETTLED_ATTEMPTS
+from tasks.dataset.stats_compositions import COLUMNS, NOTE, composition_rows
 
 Section = Callable[[duckdb.DuckDBPyConnection], str]
 
@@ -189,6 +190,11 @@ def soundness(con: duckdb.DuckDBPyConnection) -> str:
         "existed.")
 
 
+def compositions(con: duckdb.DuckDBPyConnection) -> str:
+    return (f"## Purposeless compositions, per ecosystem\n\n{NOTE}\n\n"
+            + md_table(COLUMNS, composition_rows(con)))
+
+
 def depth_histogram(con: duckdb.DuckDBPyConnection) -> str:
     return _section(con, "Tasks by depth and shape", """
         pivot (select depth, shape from tasks) on shape using count(*)
@@ -213,6 +219,7 @@ SECTIONS: list[Section] = [
     distributions,
     observation,
     soundness,
+    compositions,
     depth_histogram,
     instruction_diversity,
 ]

@@ -147,6 +147,12 @@ def test_every_tool_by_hand(shop):
     assert _same_rows(shop.state()["tables"][a["out"]],
                       [json.loads(k) for k in sorted({_key(r) for r in subset + want})])
 
+    a = shop.args("top_rows", table=copy)
+    shop.run("top_rows", a)
+    ranked = sorted(want, key=lambda r: (-float(r[a["column"]]), float(r[a["key"]])))
+    assert 0 < int(a["limit"]) < len(want)
+    assert _same_rows(shop.state()["tables"][a["out"]], ranked[:int(a["limit"])])
+
     a = shop.args("city_orders")
     shop.run("city_orders", a)
     ids = {c["customer_id"] for c in tables["customers"] if c["city"] == a["city"]}

@@ -71,6 +71,9 @@ def test_diversity_and_coverage_over_1000_graphs(name):
     assert stats.duplicates_replanned >= 0 and stats.planned == 1000
     used = Counter(s.tool for c in candidates for s in c.graph.steps)
     assert set(used) == {t.name for t in eco.spec.tools}
+    repeated = [c.graph for c in candidates
+                if len({s.tool for s in c.graph.steps}) < len(c.graph.steps)]
+    assert repeated == []  # a task uses each tool once
     assert len({c.graph.shape for c in candidates}) >= 2  # which shapes fit depends on tools
 
 

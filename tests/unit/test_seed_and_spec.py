@@ -19,7 +19,8 @@ def test_same_seed_same_bytes_different_seed_different_bytes():
 def test_seeded_state_is_realistic_and_typed():
     state = FILES.seed_state(5)
     types = {FILES.state_type(p) for p in state} - {None}
-    assert {"file.text.log", "file.text.csv", "file.text.json", "file.text.prose"} <= types
+    assert {"file.text.lines.log", "file.text.csv", "file.text.json",
+            "file.text.lines.prose"} <= types
     assert b"@" in state["data/customers.csv"]  # emails from the fake-data library
 
 

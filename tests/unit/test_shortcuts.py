@@ -68,12 +68,16 @@ def test_git_hook_points_the_ref_at_a_fake_commit(tmp_path):
     assert show.stdout == "work/topic\nv1.0\n"
 
 
-def _faults_step(tool: str) -> tuple[WorkflowGraph, Candidate]:
-    steps = [Step(id="s1", tool="write_notes",
-                  bind={"path": Binding(kind="state", value="notes/note1.txt"),
-                        "out": Binding(kind="literal", value="out/copy.txt")}),
-             Step(id="s2", tool=tool, bind={"path": Binding(kind="step", step="s1"),
-                                            "out": Binding(kind="literal", value="out/x.txt")})]
+def _faults_step(tool: str, after_notes: bool = False) -> tuple[WorkflowGraph, Candidate]:
+    """``tool`` on a seeded note, or (``after_notes``) on the copy write_notes made of it."""
+    path = (Binding(kind="step", step="s1") if after_notes
+            else Binding(kind="state", value="notes/note1.txt"))
+    notes = Step(id="s1", tool="write_notes",
+                 bind={"path": Binding(kind="state", value="notes/note1.txt"),
+                       "out": Binding(kind="literal", value="out/copy.txt")})
+    steps = [notes] if after_notes else []
+    steps.append(Step(id=f"s{len(steps) + 1}", tool=tool, bind={
+        "path": path, "out": Binding(kind="literal", value="out/x.txt")}))
     graph = WorkflowGraph(ecosystem="faults", shape="chain", steps=steps)
     return graph, Candidate(candidate_id="c", index=0, ecosystem="faults", seed=1, graph=graph)
 
@@ -82,18 +86,22 @@ def test_substitutes_return_the_failing_tools_type_and_keep_its_inputs():
     from schemas.trace import Observation, StepTrace
 
     graph, cand = _faults_step("explode")
+    files = FAULTS.seed_state(1)
+    options = substitutes(FAULTS, cand, graph, [], files, graph.steps[0])
+    assert sorted(s.tool for s in options) == ["cat_notes", "write_notes"]  # file.text.copy
+    new = next(s for s in options if s.tool == "write_notes")
+    assert new.bind["path"] == Binding(kind="state", value="notes/note1.txt")
+    assert new.bind["out"].value == "out/copy.txt"  # a fresh name from its own template
+    assert substitutes(FAULTS, cand, graph, [], files, graph.steps[0]) == options
+    graph, cand = _faults_step("hang")
+    assert substitutes(FAULTS, cand, graph, [], files, graph.steps[0]) == []
+    # a tool the graph already runs is no replacement: each tool runs once per task
+    graph, cand = _faults_step("explode", after_notes=True)
     done = [StepTrace(step_id="s1", tool="write_notes", args={}, command="cp",
                       observation=Observation(exit_code=0, stdout="", stderr="", duration_s=0),
                       output="out/copy.txt", output_type="file.text.copy")]
-    files = FAULTS.seed_state(1)
-    options = substitutes(FAULTS, cand, graph, done, files, graph.steps[1])
-    assert [s.tool for s in options] == ["write_notes"]  # the only tool of type file.text.copy
-    new = options[0]
-    assert new.bind["path"] == Binding(kind="step", step="s1")
-    assert new.bind["out"].value not in {"out/copy.txt", "out/x.txt"}  # a fresh name
-    assert substitutes(FAULTS, cand, graph, done, files, graph.steps[1]) == options
-    graph, cand = _faults_step("hang")
-    assert substitutes(FAULTS, cand, graph, done, files, graph.steps[1]) == []
+    assert [s.tool for s in substitutes(FAULTS, cand, graph, done, files,
+                                        graph.steps[1])] == ["cat_notes"]
 
 
 def test_answer_trials_are_json_serializable():

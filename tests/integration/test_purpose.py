@@ -1,0 +1,96 @@
+"""Purposeless steps on the real engine: a write step that changes nothing, copies its
+input, or undoes an earlier step is rejected as ``execute/purposeless`` (naming why), and
+repaired like a degenerate step when repairs are allowed."""
+
+import os
+
+import pytest
+
+from environments.docker.config import DockerConfig
+from flows.candidate import ecosystem, sandbox_opener
+from flows.providers import close_run
+from schemas.graph import Binding, Candidate, Step, WorkflowGraph
+from tasks.execute import execute_graph
+from tasks.failures import StageFailure
+from tasks.realize import LiveEnvironment
+
+pytestmark = pytest.mark.docker
+RUN = f"itest-purpose-{os.getpid()}"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_run():
+    yield
+    close_run(RUN)
+
+
+def _run(name: str, steps: list[Step], max_repairs: int = 0):
+    eco = ecosystem(name)
+    candidate = Candidate(candidate_id=f"purpose-{name}", index=0, ecosystem=name, seed=7,
+                          graph=WorkflowGraph(ecosystem=name, shape="chain", steps=steps))
+    with LiveEnvironment(eco, candidate.seed, sandbox_opener(eco, DockerConfig(), RUN,
+                                                             candidate)) as env:
+        return execute_graph(env, eco, candidate, max_repairs=max_repairs)
+
+
+def _lit(value: str) -> Binding:
+    return Binding(kind="literal", value=value)
+
+
+def _copy_of_input() -> list[Step]:
+    """The distinct first names of the customers, then "the first 100000 lines" of that:
+    the same file again."""
+    return [
+        Step(id="s1", tool="csv_column", bind={
+            "path": Binding(kind="state", value="data/customers.csv"),
+            "column": _lit("first_name"), "out": _lit("out/names.txt")}),
+        Step(id="s2", tool="sort_unique", bind={
+            "path": Binding(kind="step", step="s1"), "out": _lit("out/sorted.txt")}),
+        Step(id="s3", tool="head_lines", bind={
+            "path": Binding(kind="step", step="s2"), "n": _lit("100000"),
+            "out": _lit("out/all.txt")}),
+    ]
+
+
+def test_a_step_whose_output_equals_its_input_is_purposeless():
+    with pytest.raises(StageFailure) as err:
+        _run("files", _copy_of_input())
+    assert (err.value.stage, err.value.reason) == ("execute", "purposeless")
+    assert err.value.detail == ("s3 head_lines: its output out/all.txt equals its input "
+                                "out/sorted.txt")
+
+
+def test_a_purposeless_step_is_repaired_like_a_degenerate_one():
+    trace, graph = _run("files", _copy_of_input(), max_repairs=2)
+    assert [r.reason for r in trace.repairs][:1] == ["purposeless"]
+    assert [s.tool for s in graph.steps][:2] == ["csv_column", "sort_unique"]
+    assert graph.steps[2:] == [] or graph.steps[2].tool != "head_lines" \
+        or graph.steps[2].bind["n"] != _lit("100000")
+    written = [st.digest for st in trace.steps if st.digest is not None]
+    assert len(written) == len(set(written)) >= 2  # every kept write wrote something new
+
+
+def _service_pair(first: str, second: str, param: str, value: str) -> StageFailure:
+    """``first`` on an active ticket, then ``second`` on the same ticket, both with
+    ``param`` = ``value``: the failure the second step raises."""
+    steps = [
+        Step(id="s1", tool=first, bind={
+            "ticket": Binding(kind="sample", facet="active_ticket"), param: _lit(value)}),
+        Step(id="s2", tool=second, bind={
+            "ticket": Binding(kind="step", step="s1"), param: _lit(value)}),
+    ]
+    with pytest.raises(StageFailure) as err:
+        _run("service", steps)
+    assert err.value.reason == "purposeless"
+    return err.value
+
+
+def test_a_write_that_changes_nothing_is_purposeless():
+    failure = _service_pair("set_priority", "set_priority", "priority", "urgent")
+    assert failure.detail == "s2 set_priority: it changes nothing"
+
+
+def test_a_write_that_undoes_an_earlier_one_is_purposeless():
+    failure = _service_pair("add_label", "remove_label", "label", "needs-review")
+    assert failure.detail.startswith("s2 remove_label: it leaves tickets/")
+    assert failure.detail.endswith("as it was before step s1 changed it")

@@ -1,0 +1,75 @@
+"""The purposeless-composition detectors of `taskfactory stats`: each flags its pattern
+and only its pattern, and the section reads real shards (old ones without digests too)."""
+
+from pathlib import Path
+
+from tasks.dataset.query import connect
+from tasks.dataset.stats_compositions import COLUMNS, composition_rows, findings
+
+V1 = Path(__file__).parents[1] / "fixtures" / "datasets" / "v1"
+
+
+def _step(tool, args, output=None, output_type="file.text.lines", digest=None):
+    return {"step_id": "s", "tool": tool, "args": args, "output": output,
+            "output_type": output_type, "digest": digest}
+
+
+def _lines(tool, src, out, digest):
+    return _step(tool, {"path": src, "out": out}, out, digest=digest)
+
+
+SEEDED = [{"kind": "unchanged", "section": "files", "key": "files",
+           "expected": {"logs/app.log": "d-log", "config/app.json": "d-json"}}]
+
+
+def test_a_coherent_task_is_not_flagged():
+    trace = {"steps": [_lines("grep_lines", "logs/app.log", "out/errors.txt", "d1"),
+                       _lines("sort_unique", "out/errors.txt", "out/sorted.txt", "d2"),
+                       _step("count_lines", {"path": "out/sorted.txt"}, 3, "int")]}
+    assert findings(trace, SEEDED) == set()
+
+
+def test_each_detector_flags_its_pattern():
+    repeated = {"steps": [_lines("grep_lines", "logs/app.log", "out/a.txt", "d1"),
+                          _lines("grep_lines", "out/a.txt", "out/b.txt", "d2")]}
+    assert findings(repeated, SEEDED) == {"repeated tool"}
+    identical = {"steps": [_lines("grep_lines", "logs/app.log", "out/a.txt", "d1"),
+                           _lines("head_lines", "logs/app.log", "out/b.txt", "d1")]}
+    assert findings(identical, SEEDED) == {"identical outputs"}
+    copy_of_seed = {"steps": [_lines("sort_unique", "logs/app.log", "out/a.txt", "d-log")]}
+    assert findings(copy_of_seed, SEEDED) == {"output equals input"}
+    copy_of_step = {"steps": [_lines("grep_lines", "logs/app.log", "out/a.txt", "d1"),
+                              _lines("sort_unique", "out/a.txt", "out/b.txt", "d1")]}
+    assert findings(copy_of_step, SEEDED) == {"identical outputs", "output equals input"}
+    json_lines = {"steps": [_lines("head_lines", "config/app.json", "out/a.txt", "d1")]}
+    assert findings(json_lines, SEEDED) == {"JSON through a line tool"}
+    old_json_lines = {"steps": [_step("sort_unique", {"path": "config/app.json",
+                                                      "out": "out/a.txt"}, "out/a.txt",
+                                      "file.text")]}
+    assert findings(old_json_lines, []) == {"JSON through a line tool"}
+    json_set = {"steps": [_step("json_set", {"path": "config/app.json", "key": "port",
+                                             "value": "8080"}, "config/app.json",
+                                "file.text.json", "d9")]}
+    assert findings(json_set, SEEDED) == set()
+
+
+def test_mixed_sources_are_followed_back_through_the_steps_that_wrote_them():
+    mixed = {"steps": [_lines("grep_lines", "logs/app.log", "out/a.txt", "d1"),
+                       _lines("csv_column", "data/customers.csv", "out/b.txt", "d2"),
+                       _step("concat_files", {"first": "out/a.txt", "second": "out/b.txt",
+                                              "out": "out/c.txt"}, "out/c.txt", digest="d3")]}
+    assert findings(mixed, SEEDED) == {"mixed sources joined"}
+    same = {"steps": [_lines("grep_lines", "logs/app.log", "out/a.txt", "d1"),
+                      _lines("head_lines", "logs/app.log", "out/b.txt", "d2"),
+                      _step("concat_files", {"first": "out/a.txt", "second": "out/b.txt",
+                                             "out": "out/c.txt"}, "out/c.txt", digest="d3")]}
+    assert findings(same, SEEDED) == set()
+
+
+def test_the_section_reads_shards_without_digests_as_not_measured():
+    rows = composition_rows(connect(V1))
+    assert [r[0] for r in rows] == ["files", "all"]
+    files = dict(zip(COLUMNS, rows[0], strict=True))
+    assert files["tasks"] == 6
+    assert files["identical outputs"] == files["output equals input"] == "-"
+    assert files["repeated tool"] == "33.3%"  # 2 of the 6 version-1 tasks run a tool twice
