@@ -48,7 +48,8 @@ def gate_one(task: ExportTask, run_id: str) -> tuple[float, float]:
     config = ecosystem_image(task.eco, DockerConfig(image=base_image(row)),
                              tuple(additions.packages))
     provider = provider_for(config, run_id)
-    with LiveEnvironment(task.eco, row.seed, lambda _p: provider.sandbox(), additions) as env:
+    with LiveEnvironment(task.eco, row.seed, lambda _p: provider.sandbox(), additions,
+                         row.fault) as env:
         nop = run_verifier(env.sandbox, row.verifier_py).reward
         solved = run_solution(env.sandbox, row.solution_sh)
         reference = run_verifier(env.sandbox, row.verifier_py).reward if solved == 0 else 0.0

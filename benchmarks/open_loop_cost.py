@@ -48,7 +48,7 @@ def main() -> None:
         checks = [Check.model_validate(c) for c in json.loads(row.checks_json)]
         unnamed = row.instruction.replace(f"`{st.args['ticket']}`", "the ticket in question")
         opener = sandbox_opener(eco, DockerConfig(), RUN, candidate)
-        with LiveEnvironment(eco, row.seed, opener, trace.environment) as env:
+        with LiveEnvironment(eco, row.seed, opener, trace.environment, row.fault) as env:
             run_solution(env.sandbox, row.solution_sh)
             after = probe(env.sandbox, eco)
             times: dict[str, list[float]] = {"written": [], "unwritten": []}

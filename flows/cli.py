@@ -94,6 +94,7 @@ def _settings(args: argparse.Namespace):
     return RunSettings(tasks=args.tasks or 20, seed=args.seed or 0, data=args.data,
                        backend=args.backend or "auto", ecosystems=refs,
                        workers=args.workers or 4, depth_weights=_depth_weights(args),
+                       kinds=_kinds(args),
                        max_repairs=0 if args.no_repair else max_repairs,
                        instruction_style=args.instruction_style or "goal",
                        require_observation=args.require_observation, strict=args.strict,
@@ -113,6 +114,15 @@ def _depth_weights(args: argparse.Namespace) -> dict[int, float]:
         if not any(weights.values()):
             raise UsageError(f"--max-depth {args.max_depth} leaves no depth with a weight")
     return weights
+
+
+def _kinds(args: argparse.Namespace) -> dict:
+    from tasks.plan import DEFAULT_KINDS, parse_kinds
+
+    try:
+        return parse_kinds(args.kinds) if args.kinds else dict(DEFAULT_KINDS)
+    except ValueError as exc:
+        raise UsageError(f"--kinds: {exc}") from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -261,7 +271,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     eco = _ecosystem(args.ecosystem)
     try:
         weights = _depth_weights(args)
-        candidates, stats = plan_candidates(eco, args.n, args.seed, weights)
+        candidates, stats = plan_candidates(eco, args.n, args.seed, weights, _kinds(args))
     except (PlanningError, UserCodeError) as exc:
         raise UsageError(str(exc)) from None
     report = diversity(eco, candidates, stats.duplicates_replanned, weights)
@@ -284,6 +294,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plan_parser(sub: argparse._SubParsersAction) -> None:
+    plan = sub.add_parser("plan", help="plan graphs and report their diversity (runs nothing)")
+    plan.add_argument("--ecosystem", default="files", help="built-in name or folder")
+    plan.add_argument("--n", type=_positive, default=1000, help="graphs to plan")
+    plan.add_argument("--seed", type=int, default=0)
+    plan.add_argument("--depth-weights", metavar="D:W,...")
+    plan.add_argument("--max-depth", type=_positive)
+    plan.add_argument("--kinds", metavar="KIND:W,...")
+    plan.add_argument("--format", choices=["text", "json"], default="text")
+    plan.set_defaults(func=cmd_plan)
+
+
 def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tasks", type=_positive, help="candidates to plan and run (default 20)")
     p.add_argument("--seed", type=int, help="run seed (default 0)")
@@ -298,6 +320,9 @@ def _run_options(p: argparse.ArgumentParser) -> None:
                    help="relative weight per workflow depth 1..8 (default 1:1,2:2,3:3,4:3,"
                         "5:2,6:2,7:1,8:1)")
     p.add_argument("--max-depth", type=_positive, help="drop deeper workflows (1..8)")
+    p.add_argument("--kinds", metavar="KIND:W,...",
+                   help="relative weight per task kind: build (new artifacts) and fix (repair "
+                        "a planted fault first); default build:2,fix:1")
     p.add_argument("--max-repairs", type=int, choices=range(0, 11), metavar="0..10",
                    help="targeted repairs per candidate (default 2)")
     p.add_argument("--no-repair", action="store_true", help="turn repair off (= --max-repairs 0)")
@@ -349,14 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the Dask scheduler (default with --runner dask: a local cluster)")
     run.set_defaults(func=cmd_run)
     _dataset_parsers(sub)
-    plan = sub.add_parser("plan", help="plan graphs and report their diversity (runs nothing)")
-    plan.add_argument("--ecosystem", default="files", help="built-in name or folder")
-    plan.add_argument("--n", type=_positive, default=1000, help="graphs to plan")
-    plan.add_argument("--seed", type=int, default=0)
-    plan.add_argument("--depth-weights", metavar="D:W,...")
-    plan.add_argument("--max-depth", type=_positive)
-    plan.add_argument("--format", choices=["text", "json"], default="text")
-    plan.set_defaults(func=cmd_plan)
+    _plan_parser(sub)
     export = sub.add_parser("export", help="export the dataset for other tools")
     targets = export.add_subparsers(dest="target", required=True, parser_class=_Parser)
     from tasks.sft.families import FAMILIES, REASONING_KEYS

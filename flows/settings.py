@@ -14,7 +14,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from environments.ecosystems import builtin_names, load_ecosystem
-from tasks.plan import DEFAULT_DEPTH_WEIGHTS
+from schemas.graph import TaskKind
+from tasks.plan import DEFAULT_DEPTH_WEIGHTS, DEFAULT_KINDS
 
 
 class Backend(StrEnum):
@@ -69,6 +70,11 @@ class RunSettings(BaseModel):
     depth_weights: dict[int, float] = Field(
         dict(DEFAULT_DEPTH_WEIGHTS),
         description="Relative weight of each workflow depth (1..8) when planning.")
+    kinds: dict[TaskKind, float] = Field(
+        dict(DEFAULT_KINDS), description=(
+            "Relative weight of each task kind: build (new artifacts from a healthy state) and "
+            "fix (repair a planted fault, then build on the repaired state); an ecosystem "
+            "without fault injectors plans build tasks only."))
     shard_rows: int = Field(500, ge=1, le=1_000_000, description=(
         "Rows per table that trigger a shard commit (shards also commit at 16 MB of buffered "
         "data); changes the shard layout, not the rows."))
@@ -86,6 +92,13 @@ class RunSettings(BaseModel):
         if not weights or any(not 1 <= d <= 8 or w < 0 for d, w in weights.items()) \
                 or not any(weights.values()):
             raise ValueError("depths must be 1..8 with weights >= 0, at least one positive")
+        return weights
+
+    @field_validator("kinds")
+    @classmethod
+    def _some_kind(cls, weights: dict[TaskKind, float]) -> dict[TaskKind, float]:
+        if any(w < 0 for w in weights.values()) or not any(weights.values()):
+            raise ValueError("kind weights must be >= 0, at least one positive")
         return weights
 
     def share(self, position: int) -> int:

@@ -161,6 +161,10 @@ class ToolSpec(_Strict):
     related_inputs: bool = False
     """Its typed inputs only make sense when they derive from one upstream step (e.g. the
     lines two files have in common): the planner uses it only to close a diamond."""
+    repair: bool = False
+    """The tool undoes a planted fault (its sampled inputs find the defect in the probe
+    state): the planner uses it only where a fault injector names it, at the start of a
+    fix task, never in a build task."""
     alternatives: list[str] = Field(default_factory=list)
     """Other commands with the same effect (jinja2 over the same parameters, like
     ``command``): another route a correct solver may take — Python instead of awk, the
@@ -360,6 +364,32 @@ class Describer(_Strict):
         return function_schema(self.name, self.description, self.params)
 
 
+class FaultSpec(_Strict):
+    """A fault injector: ``plant`` (a function of the faults module,
+    ``plant(files, seed) -> files``) puts one realistic defect into the seed files before
+    setup, and the tools of ``repair`` (run in order, as a fix task's first steps) remove
+    it.  ``symptom`` is the defect as a user would report it, in the domain's words and
+    never the fix; a fix task's instruction carries it."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    plant: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    repair: list[str] = Field(min_length=1)
+    symptom: str = Field(min_length=1)
+
+
+class Faults(_Strict):
+    """The ecosystem's fault injectors and the module that holds their ``plant``
+    functions."""
+
+    module: str = Field(pattern=r"^[A-Za-z0-9_]+\.py$")
+    injectors: list[FaultSpec] = Field(min_length=1)
+
+    @field_validator("injectors")
+    @classmethod
+    def _unique_injectors(cls, injectors: list[FaultSpec]) -> list[FaultSpec]:
+        return _unique(injectors, "fault injector")
+
+
 class EcosystemSpec(_Strict):
     name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
     description: str
@@ -393,6 +423,29 @@ class EcosystemSpec(_Strict):
     describers: list[Describer] = Field(default_factory=list)
     """Descriptions that may replace literals in goal-level instructions (see
     :class:`Describer`); names unique among discoveries and tools."""
+    faults: Faults | None = None
+    """Fault injectors: the defects fix tasks start from (see :class:`FaultSpec`)."""
+
+    @model_validator(mode="after")
+    def _repairs_exist(self) -> EcosystemSpec:
+        names = {t.name for t in self.tools}
+        named: set[str] = set()
+        for f in self.faults.injectors if self.faults else []:
+            unknown = [r for r in f.repair if r not in names]
+            if unknown:
+                raise ValueError(f"fault {f.name!r} repairs with unknown tools {unknown}")
+            named.update(f.repair)
+        idle = sorted(t.name for t in self.tools if t.repair and t.name not in named)
+        if idle:
+            raise ValueError(f"repair tools {idle} are in no fault's repair list; name them in "
+                             "one (faults.injectors[].repair) or drop 'repair: true'")
+        return self
+
+    def fault(self, name: str) -> FaultSpec:
+        for f in self.faults.injectors if self.faults else []:
+            if f.name == name:
+                return f
+        raise KeyError(f"ecosystem {self.name!r} has no fault injector {name!r}")
 
     @model_validator(mode="after")
     def _discovery_names(self) -> EcosystemSpec:

@@ -9,6 +9,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Shape = Literal["chain", "fan_out", "fan_in", "diamond"]
+TaskKind = Literal["build", "fix"]
+"""``build``: new artifacts from a healthy seeded state; ``fix``: the state starts with a
+planted fault that the task repairs (then may build on)."""
+TASK_KINDS: tuple[TaskKind, ...] = ("build", "fix")
 
 
 class Binding(BaseModel):
@@ -66,6 +70,14 @@ class WorkflowGraph(BaseModel):
     ecosystem: str
     shape: Shape
     steps: list[Step] = Field(min_length=1)
+    fault: str | None = None
+    """The fault injector whose defect the graph starts from (a fix task: its first steps
+    are the injector's repair tools); None for a build task on the healthy seed."""
+
+    @property
+    def kind(self) -> TaskKind:
+        """``fix`` when the graph starts from a planted fault, else ``build``."""
+        return "fix" if self.fault else "build"
 
     @model_validator(mode="after")
     def _acyclic_in_order(self) -> WorkflowGraph:
@@ -108,7 +120,8 @@ class WorkflowGraph(BaseModel):
                 for k, b in s.bind.items()
             )
             parts.append(f"{s.tool}({','.join(binds)})")
-        blob = json.dumps([self.ecosystem, self.shape, parts])
+        blob = json.dumps([self.ecosystem, self.shape, parts]
+                          + ([self.fault] if self.fault else []))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

@@ -13,13 +13,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from schemas.graph import TaskKind
 from schemas.verifier import GateResult
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """1: tasks, trajectories, attempts.  2: + provenance on every row, + steps and runs.
 3: + ``tasks.needs_observation`` and the gate's open-loop reward, + ``attempts.tools`` and
 ``attempts.graph_json``.  4: + the gate's vandal reward (``tasks.gate.vandal_reward``).
-5: + the gate's alternative reward."""
+5: + the gate's alternative reward.  6: + ``tasks.kind`` and ``tasks.fault``,
+``attempts.kind``."""
 
 Supervision = Literal["masked", "full", "actobs"]
 ActionSpace = Literal["function", "terminal"]
@@ -90,8 +92,9 @@ class TaskRow(_Row):
     instruction: str
     instruction_style: InstructionStyle
     template_id: str
-    """The template variant that rendered the instruction: ``style/layout/opener/closer``
-    (``+llm:<model>`` appended when an LLM paraphrase was kept)."""
+    """The template variant that rendered the instruction: ``style/layout/opener/closer``,
+    then ``/<report label>`` on a fix task (``+llm:<model>`` appended when an LLM
+    paraphrase was kept)."""
     instruction_literals: list[str]
     """Every literal the instruction must hold as a Markdown code span (preservation)."""
     answer: str | None
@@ -104,6 +107,11 @@ class TaskRow(_Row):
     initial_state_sha256: str | None = None
     """sha256 of the probe state execution started from (canonical JSON); exports check
     that a rebuilt environment reproduces it."""
+    kind: TaskKind | None = None
+    """``build`` or ``fix`` (``schemas.graph.TaskKind``); None on tasks made before kinds
+    existed (all of them build tasks)."""
+    fault: str | None = None
+    """A fix task's fault injector: its environment is the seed with that defect planted."""
     image: str
     backend: str
     gate: GateResult
@@ -194,6 +202,8 @@ class AttemptRow(_Row):
     backend: str
     repairs: list[str]
     """One line per repair applied: ``kind step_id reason: detail``."""
+    kind: TaskKind | None = None
+    """The candidate's kind (None in attempts of datasets before schema 6)."""
     tools: list[str] | None = None
     """The tools of the candidate's graph as planned, in step order (NULL in attempts of
     datasets before schema 3); what ran is in ``repairs`` and the task's trace."""

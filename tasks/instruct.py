@@ -14,6 +14,9 @@ code span (:mod:`tasks.compose`).
   instructions became goal-level);
 - **step** lists the same items as spec as ordered steps.
 
+A fix task's instruction opens with its fault's ``symptom``: the defect as a user reports
+it, never the fix (the repair step's own line states the goal).
+
 The wording varies with the candidate seed: the opener (drawn from pools that fit the
 items, and for spec the executed graph's structure), the item layout, the answer format
 phrasing, the closer and the context label come from ``templates/instruction_phrases.yaml``,
@@ -244,7 +247,13 @@ def render_instruction(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed:
         paragraphs.append(_pick(rng, phrases["order_notes"])[1])
     if style == "goal" and (described or _describes(eco, graph, trace, checks)):
         paragraphs.append(_pick(rng, phrases["lookup_notes"])[1])
-    text = _PAGE.render(opener=opener, lines=lines, paragraphs=paragraphs, closer=closer)
+    report, report_id = "", ""
+    if graph.fault:
+        report_id, label = _pick(rng, PHRASES["report_labels"])
+        report = label + eco.spec.fault(graph.fault).symptom.strip()
+        report_id = "/" + report_id
+    text = _PAGE.render(report=report, opener=opener, lines=lines, paragraphs=paragraphs,
+                        closer=closer)
     return Instruction(text=text.strip() + "\n", style=style,
-                       template_id=f"{style}/{layout_id}/{opener_id}/{closer_id}",
+                       template_id=f"{style}/{layout_id}/{opener_id}/{closer_id}{report_id}",
                        items=tuple(items))

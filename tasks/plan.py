@@ -20,6 +20,12 @@ with probability :data:`LOOKUP_SHARE` (a fan-out or a diamond then branches from
 write that takes the looked-up value).  A graph uses each tool once, so branches grow
 from a value two different tools can take.  A shape that the ecosystem's tools cannot
 form falls back to a chain.  Duplicate fingerprints within a run are re-planned.
+
+A candidate is a ``build`` or a ``fix`` task, drawn with the run's kind weights
+(:data:`DEFAULT_KINDS`).  A fix graph starts from a fault injector's planted defect
+(``WorkflowGraph.fault``, the injectors the run used least first): its first steps are the
+injector's repair tools, whose sampled inputs find the defect at execution time, then a
+short chain builds on the repaired state.  Repair tools appear nowhere else.
 """
 
 from __future__ import annotations
@@ -33,13 +39,18 @@ from dataclasses import dataclass, field
 
 from environments.ecosystems import Ecosystem
 from schemas.ecosystem import ToolSpec, type_satisfies
-from schemas.graph import Binding, Candidate, Step, WorkflowGraph
+from schemas.graph import TASK_KINDS, Binding, Candidate, Step, TaskKind, WorkflowGraph
 
 MAX_REPLANS = 25
 DEFAULT_DEPTH_WEIGHTS: dict[int, float] = {1: 1, 2: 2, 3: 3, 4: 3, 5: 2, 6: 2, 7: 1, 8: 1}
 SHAPE_WEIGHTS = {"chain": 4, "fan_out": 2, "fan_in": 2, "diamond": 2}
 LOOKUP_SHARE = 0.85
 """Chance that a graph starts with a lookup when one can start it."""
+FIX_DEPTH_WEIGHTS: dict[int, float] = {2: 1, 3: 2, 4: 3, 5: 3, 6: 2}
+"""Depths of a fix graph: its repair steps, then a short chain on the repaired state."""
+DEFAULT_KINDS: dict[TaskKind, float] = {"build": 2, "fix": 1}
+"""Relative weight of each task kind; an ecosystem without fault injectors plans build
+tasks only."""
 
 
 class PlanningError(RuntimeError):
@@ -71,6 +82,26 @@ def parse_depth_weights(text: str) -> dict[int, float]:
         weights[d] = w
     if not any(weights.values()):
         raise ValueError("at least one depth needs a positive weight")
+    return weights
+
+
+def parse_kinds(text: str) -> dict[TaskKind, float]:
+    """``"build:2,fix:1"`` -> ``{"build": 2.0, "fix": 1.0}``; ValueError names what is
+    wrong."""
+    weights: dict[TaskKind, float] = {}
+    for part in text.split(","):
+        kind, _, weight = part.partition(":")
+        try:
+            w = float(weight or 1)
+        except ValueError:
+            raise ValueError(f"expected kind:weight pairs like build:2,fix:1, got {part!r}"
+                             ) from None
+        if kind not in TASK_KINDS or w < 0:
+            raise ValueError(f"kinds are {', '.join(TASK_KINDS)} with weights >= 0, "
+                             f"got {part!r}")
+        weights[kind] = w  # type: ignore[index]  # checked against TASK_KINDS above
+    if not any(weights.values()):
+        raise ValueError("at least one kind needs a positive weight")
     return weights
 
 
@@ -109,6 +140,12 @@ class _Builder:
     changed: set[str] = field(default_factory=set)
     usage: Counter[str] = field(default_factory=Counter)
     """How often each tool was used by the run so far (biases choices toward coverage)."""
+
+    @property
+    def tools(self) -> list[ToolSpec]:
+        """The tools a graph may grow with: every tool but the faults' repair tools, which
+        only a fault's own repair steps use (:func:`_fix`)."""
+        return [t for t in self.eco.spec.tools if not t.repair]
 
     def choices(self, tool: ToolSpec, pname: str, taken: frozenset[str] = frozenset()
                 ) -> list[str]:
@@ -170,7 +207,7 @@ class _Builder:
         reads only when ``lookups`` and a write can take their value in turn."""
         out = []
         used = self.used()
-        for tool in self.eco.spec.tools:
+        for tool in self.tools:
             if fresh_only and in_place(tool):
                 continue
             if writes_only and tool.effect != "write" and not (
@@ -188,7 +225,7 @@ class _Builder:
         self.out_type["?"] = tool.returns.type
         used = self.used() | {tool.name}
         try:
-            return {c.name for c in self.eco.spec.tools
+            return {c.name for c in self.tools
                     if c.effect == "write" and c.name not in used and not c.related_inputs
                     and not (fresh_only and in_place(c))
                     and any(p.typed and self.can_bind(c, {p.name: "?"}) for p in c.params)}
@@ -230,7 +267,7 @@ def _starters(b: _Builder, writes_only: bool) -> list[ToolSpec]:
     """Tools that can run first; with ``writes_only``, writes and lookups a write can
     follow."""
     used = b.used()
-    return [t for t in b.eco.spec.tools if not t.related_inputs and t.name not in used
+    return [t for t in b.tools if not t.related_inputs and t.name not in used
             and (t.effect == "write" or not writes_only or b.feeds(t)) and b.can_bind(t, {})]
 
 
@@ -246,7 +283,7 @@ def _joins(b: _Builder, related: bool) -> list[tuple[ToolSpec, list[str]]]:
     """Tools with two or more typed inputs, with the names of those inputs; tools that
     need related inputs only when ``related`` (the inputs share an upstream step)."""
     out, used = [], b.used()
-    for t in b.eco.spec.tools:
+    for t in b.tools:
         typed = [p.name for p in t.params if p.typed]
         if len(typed) >= 2 and (related or not t.related_inputs) and t.name not in used:
             out.append((t, typed))
@@ -357,6 +394,20 @@ def _diamond(b: _Builder, depth: int) -> bool:
 SHAPES = {"fan_out": _fan_out, "fan_in": _fan_in, "diamond": _diamond}
 
 
+def _fix(b: _Builder, repair: list[str], depth: int) -> None:
+    """A fault's repair steps in order (each takes the one before's output where a typed
+    input fits it), then a chain on the repaired state up to ``depth`` steps in all."""
+    last: str | None = None
+    for name in repair:
+        tool = b.eco.spec.tool(name)
+        fits = [p.name for p in tool.params if p.typed and last is not None
+                and type_satisfies(b.out_type[last], p.type)]
+        last = b.add(tool, {fits[0]: last} if fits and last else {})
+    tool = b.eco.spec.tool(repair[-1])
+    if last and depth > len(repair) and (tool.effect == "write" or tool.observes_value):
+        b.extend(last, depth - len(repair), may_end_in_read=True)
+
+
 def _draw_depth(rng: random.Random, depth_weights: dict[int, float] | None) -> int:
     weights = depth_weights or DEFAULT_DEPTH_WEIGHTS
     depths = sorted(weights)
@@ -371,8 +422,10 @@ def drawn_depth(seed: int, depth_weights: dict[int, float] | None = None) -> int
 
 
 def plan_graph(eco: Ecosystem, seed: int, depth_weights: dict[int, float] | None = None,
-               usage: Counter[str] | None = None) -> WorkflowGraph:
+               usage: Counter[str] | None = None, fault: str | None = None) -> WorkflowGraph:
     """One graph over the state seeded with ``seed``; depth drawn from ``depth_weights``.
+    With ``fault``, a fix graph: that injector's repair steps, then a short chain
+    (:data:`FIX_DEPTH_WEIGHTS`).
 
     ``usage`` (tool name -> uses so far in the run) makes rarely used tools likelier."""
     rng = random.Random(seed)
@@ -380,6 +433,11 @@ def plan_graph(eco: Ecosystem, seed: int, depth_weights: dict[int, float] | None
     shape = rng.choices(list(SHAPE_WEIGHTS), weights=list(SHAPE_WEIGHTS.values()))[0]
     state = {p: t for p in eco.state_paths(seed) if (t := eco.state_type(p))}
     usage = usage if usage is not None else Counter()
+    if fault is not None:
+        b = _Builder(eco, random.Random(f"{seed}:fix:{fault}"), state, usage=usage)
+        repair = eco.spec.fault(fault).repair
+        _fix(b, repair, max(len(repair), _draw_depth(rng, FIX_DEPTH_WEIGHTS)))
+        return WorkflowGraph(ecosystem=eco.name, shape="chain", steps=b.steps, fault=fault)
     if shape in SHAPES:
         b = _Builder(eco, random.Random(f"{seed}:{shape}"), state, usage=usage)
         if SHAPES[shape](b, depth):
@@ -391,18 +449,39 @@ def plan_graph(eco: Ecosystem, seed: int, depth_weights: dict[int, float] | None
     return WorkflowGraph(ecosystem=eco.name, shape="chain", steps=b.steps)
 
 
+def draw_fault(eco: Ecosystem, index: int, run_seed: int, kinds: dict[TaskKind, float],
+               faults_used: Counter[str]) -> str | None:
+    """The fault injector candidate ``index`` starts from, or None for a build task: a fix
+    task with the share ``kinds`` gives it (when the ecosystem has injectors), from the
+    injectors the run has used least."""
+    if eco.spec.faults is None or not kinds.get("fix"):
+        return None
+    rng = random.Random(f"taskfactory:kind:{run_seed}:{index}")
+    if rng.random() * sum(kinds.values()) >= kinds["fix"]:
+        return None
+    names = [f.name for f in eco.spec.faults.injectors]
+    fewest = min(faults_used[n] for n in names)
+    return rng.choice([n for n in names if faults_used[n] == fewest])
+
+
 def iter_candidates(eco: Ecosystem, n: int, run_seed: int,
-                    depth_weights: dict[int, float] | None = None
+                    depth_weights: dict[int, float] | None = None,
+                    kinds: dict[TaskKind, float] | None = None
                     ) -> Iterator[tuple[Candidate, int]]:
     """``n`` candidates with distinct fingerprints, one at a time, each with the number of
-    duplicate fingerprints re-planned before it (bounded by :data:`MAX_REPLANS`)."""
+    duplicate fingerprints re-planned before it (bounded by :data:`MAX_REPLANS`); their
+    kinds drawn with the weights ``kinds`` (default :data:`DEFAULT_KINDS`)."""
     seen: set[str] = set()
     usage: Counter[str] = Counter()
+    faults_used: Counter[str] = Counter()
     for index in range(n):
         dupes = 0
+        fault = draw_fault(eco, index, run_seed, kinds or DEFAULT_KINDS, faults_used)
+        if fault:
+            faults_used[fault] += 1
         for attempt in range(MAX_REPLANS):
             seed = candidate_seed(run_seed, index * 1000 + attempt)
-            graph = plan_graph(eco, seed, depth_weights, usage)
+            graph = plan_graph(eco, seed, depth_weights, usage, fault)
             fp = graph.fingerprint()
             if fp not in seen:
                 break
@@ -415,9 +494,10 @@ def iter_candidates(eco: Ecosystem, n: int, run_seed: int,
 
 
 def plan_candidates(eco: Ecosystem, n: int, run_seed: int,
-                    depth_weights: dict[int, float] | None = None
+                    depth_weights: dict[int, float] | None = None,
+                    kinds: dict[TaskKind, float] | None = None
                     ) -> tuple[list[Candidate], PlanStats]:
     """:func:`iter_candidates` as a list, with the run's planning stats."""
-    planned = list(iter_candidates(eco, n, run_seed, depth_weights))
+    planned = list(iter_candidates(eco, n, run_seed, depth_weights, kinds))
     return [c for c, _ in planned], PlanStats(planned=len(planned),
                                               duplicates_replanned=sum(d for _, d in planned))

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from environments.ecosystems import Ecosystem
 from schemas.ecosystem import ToolSpec
 from tasks.comparisons import digest
+from tasks.realize import state_without
 
 
 @dataclass(frozen=True)
@@ -52,16 +53,12 @@ def entry_digest(eco: Ecosystem, state: dict, entry: tuple[str, str] | None) -> 
     return digest(state[entry[0]][entry[1]], eco.spec.probe_sections[entry[0]].compare)
 
 
-def _without_answer(eco: Ecosystem, state: dict) -> dict:
-    answer = eco.spec.answer_file
-    return {s: {k: v for k, v in entries.items() if k != answer} for s, entries in state.items()}
-
-
 def purposeless(eco: Ecosystem, tool: ToolSpec, args: dict[str, str], before: dict,
                 after: dict, earlier: list[Written]) -> str | None:
     """Why the write step that took the state from ``before`` to ``after`` does no work, or
     None when it does.  ``earlier`` are the task's kept write steps before it, in order."""
-    if _without_answer(eco, before) == _without_answer(eco, after):
+    answer = eco.spec.answer_file
+    if state_without(before, answer) == state_without(after, answer):
         return "it changes nothing"
     entry = written_entry(eco, tool, args, after)
     if entry is None:

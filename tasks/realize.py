@@ -32,13 +32,17 @@ SandboxUnavailableError when it cannot be built or the backend cannot install pa
 
 
 def realize(sandbox: Sandbox, eco: Ecosystem, seed: int,
-            additions: EnvAdditions | None = None) -> tuple[dict[str, bytes], Snapshot]:
-    """Seed, set up, add ``additions`` and start the environment; returns the seed files
-    and the snapshot of the initial state."""
+            additions: EnvAdditions | None = None,
+            fault: str | None = None) -> tuple[dict[str, bytes], Snapshot]:
+    """Seed (with ``fault``'s defect planted), set up, add ``additions`` and start the
+    environment; returns the seed files and the snapshot of the initial state."""
     try:
-        files = eco.seed_state(seed)
+        files = eco.seed_state(seed, fault)
     except UserCodeError as exc:
         raise user_code_failure("realize", exc) from exc
+    except LookupError as exc:
+        raise StageFailure("realize", "environment",
+                           f"fault {fault!r} has no place in seed {seed}: {exc}") from exc
     sandbox.write_files(files)
     spec = eco.spec
     if spec.setup:
@@ -83,6 +87,12 @@ def state_digest(state: dict) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+def state_without(state: dict, key: str | None) -> dict:
+    """``state`` minus entry ``key`` in every section (the answer file is not state)."""
+    return {section: {k: v for k, v in entries.items() if k != key}
+            for section, entries in state.items()}
+
+
 def _run(sandbox: Sandbox, command: str, timeout: float, what: str) -> None:
     done = sandbox.exec(["bash", "-c", command], timeout=timeout)
     if done.exit_code != 0:
@@ -104,7 +114,8 @@ def probe(sandbox: Sandbox, eco: Ecosystem) -> dict:
 
 
 class LiveEnvironment:
-    """One candidate's environment, realized in a sandbox it owns (a context manager).
+    """One candidate's environment, realized in a sandbox it owns (a context manager);
+    with ``fault``, the seed carries that injector's defect.
 
     ``sandbox``, ``initial`` (the snapshot of the initial state) and ``before`` (its probe)
     change when a repair realizes the environment again with a missing piece: a file or a
@@ -114,8 +125,8 @@ class LiveEnvironment:
     """
 
     def __init__(self, eco: Ecosystem, seed: int, open_sandbox: OpenSandbox,
-                 additions: EnvAdditions | None = None) -> None:
-        self.eco, self.seed, self._open = eco, seed, open_sandbox
+                 additions: EnvAdditions | None = None, fault: str | None = None) -> None:
+        self.eco, self.seed, self._open, self.fault = eco, seed, open_sandbox, fault
         self.additions = additions or EnvAdditions()
         self._stack = ExitStack()
         self.sandbox: Sandbox
@@ -137,7 +148,8 @@ class LiveEnvironment:
 
     def _start(self) -> None:
         self.sandbox = self._stack.enter_context(self._open(tuple(self.additions.packages)))
-        self.files, self.initial = realize(self.sandbox, self.eco, self.seed, self.additions)
+        self.files, self.initial = realize(self.sandbox, self.eco, self.seed, self.additions,
+                                            self.fault)
         self.before = probe(self.sandbox, self.eco)
 
     def add(self, files: dict[str, str] | None = None, dirs: list[str] | None = None) -> None:
@@ -170,6 +182,7 @@ class LiveEnvironment:
         self._stack.push(fresh)
         self.sandbox = sandbox
         self.additions = self.additions.model_copy(update={"packages": packages})
-        self.files, self.initial = realize(self.sandbox, self.eco, self.seed, self.additions)
+        self.files, self.initial = realize(self.sandbox, self.eco, self.seed, self.additions,
+                                            self.fault)
         self.before = probe(self.sandbox, self.eco)
         return True

@@ -304,9 +304,12 @@ def repair(run: Run, step: Step, failure: StageFailure, repairer: Repairer | Non
     """The first strategy for ``failure``'s category that fixes ``step``, or None.  With
     ``strict``, a failure of the tool itself is fixed only where the tool then runs
     (a provided file, directory or package; new arguments), never by another tool or by
-    dropping it: otherwise the candidate is rejected with the tool's failure."""
+    dropping it: otherwise the candidate is rejected with the tool's failure.  A fault's
+    repair tool is never replaced or dropped, whatever failed: a fix task without its
+    repair would be another task."""
+    fixes_fault = run.eco.spec.tool(step.tool).repair
     for name in ORDER.get(failure.reason, ()):
-        if strict and failure.reason in TOOL_FAILURES and name in HIDING:
+        if name in HIDING and (fixes_fault or strict and failure.reason in TOOL_FAILURES):
             continue
         if name == "llm":
             fix = ask_llm(run, step, failure, repairer) if repairer else None

@@ -7,9 +7,9 @@ or a state value, by type), else to another state value of a compatible type tha
 graph does not use (not when the step feeds a tool that needs related inputs).  Sampled
 inputs are drawn at execution time; fresh outputs get new names.  A tool that changes a
 value in place replaces a step only when that value is an upstream step's output (never
-a seeded value other steps may read); tools that need related inputs, and tools the
-graph already uses, are never replacements.  A lookup (one observed value) is replaced
-only by a lookup, and a plain read only by a plain read.
+a seeded value other steps may read); tools that need related inputs, fault repair
+tools and tools the graph already uses are never replacements.  A lookup (one observed
+value) is replaced only by a lookup, and a plain read only by a plain read.
 """
 
 from __future__ import annotations
@@ -74,7 +74,8 @@ def substitutes(eco: Ecosystem, candidate: Candidate, graph: WorkflowGraph,
     in_graph = {s.tool for s in graph.steps}  # a task uses each tool once (tasks/plan.py)
     options = []
     for other in eco.spec.tools:
-        if other.name in in_graph or other.effect != tool.effect or other.related_inputs \
+        if other.name in in_graph or other.repair or other.effect != tool.effect \
+                or other.related_inputs \
                 or not type_satisfies(other.returns.type, tool.returns.type) \
                 or other.observes_value != tool.observes_value:
             continue

@@ -29,7 +29,7 @@ from schemas.verifier import Check, GateResult
 from tasks.controls import ControlTask, Score, Solved, Trial, controls_for, run_control
 from tasks.failures import StageFailure
 from tasks.open_loop import open_loop_script
-from tasks.realize import LiveEnvironment, probe
+from tasks.realize import LiveEnvironment, probe, state_without
 from tasks.shortcuts import Shortcut
 from tasks.steps import replay
 from tasks.verify import run_verifier
@@ -37,12 +37,6 @@ from tasks.verify import run_verifier
 SOLUTION_TIMEOUT_S = 120.0
 REPLAY_BEFORE = "reference"
 """The determinism replay runs before this control (after the untouched state scored)."""
-
-
-def _without(state: dict, key: str) -> dict:
-    """``state`` minus entry ``key`` in every section (the answer file is not state)."""
-    return {section: {k: v for k, v in entries.items() if k != key}
-            for section, entries in state.items()}
 
 
 def first_difference(a: dict, b: dict) -> str | None:
@@ -58,7 +52,7 @@ def first_difference(a: dict, b: dict) -> str | None:
 def _same_state(eco: Ecosystem, got: dict, want: dict, what: str,
                 trace: Trace | None = None) -> None:
     answer = eco.spec.answer_file
-    where = first_difference(_without(got, answer), _without(want, answer))
+    where = first_difference(state_without(got, answer), state_without(want, answer))
     if where is None:
         return
     writer = ""

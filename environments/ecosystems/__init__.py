@@ -54,14 +54,21 @@ class Ecosystem:
     provide_fn: contract.Provide | None = None
     shortcut_hooks: contract.ShortcutModule | None = None
     """The spec's ``shortcuts`` module (``empty`` and ``fill``), when it names one."""
+    plants: dict[str, contract.Plant] = field(default_factory=dict)
+    """The faults module's functions, by name (the injectors' ``plant``)."""
 
     def provide(self, path: str, seed: int) -> bytes | None:
         """Content for a workspace file a tool expected but the seed did not lay out, from
         the seed module's optional ``provide(path, seed)``; None when it has none."""
         return self.provide_fn(path, seed) if self.provide_fn is not None else None
 
-    def seed_state(self, seed: int) -> dict[str, bytes]:
-        return self.seed_fn(seed)
+    def seed_state(self, seed: int, fault: str | None = None) -> dict[str, bytes]:
+        """The seed files; with ``fault``, after that injector planted its defect (raises
+        LookupError when the seed has no place for it)."""
+        files = self.seed_fn(seed)
+        if fault is None:
+            return files
+        return self.plants[self.spec.fault(fault).plant](files, seed)
 
     def state_paths(self, seed: int) -> list[str]:
         """The seeded file paths, cheaply when the seed module defines ``layout(seed)``."""
@@ -156,6 +163,18 @@ def _format_error(spec_file: Path, err: ValidationError, raw: dict[str, Any]) ->
     return f"{spec_file}: field '{loc}': {first['msg']}"
 
 
+def _modules(folder: Path, spec: EcosystemSpec, spec_file: Path) -> dict[str, str]:
+    """Role -> file of the Python modules the spec names, each checked to exist."""
+    modules = {"seed": spec.seed.module}
+    if spec.samplers:
+        modules["samplers"] = spec.samplers.module
+    if spec.faults:
+        modules["faults"] = spec.faults.module
+    for role, file in modules.items():
+        _check_file(folder, file, spec_file, f"{role}.module")
+    return modules
+
+
 def load_ecosystem(name_or_path: str) -> Ecosystem:
     """A built-in ecosystem by name, or a user's ecosystem folder by path."""
     candidate = Path(name_or_path)
@@ -182,11 +201,7 @@ def load_ecosystem(name_or_path: str) -> Ecosystem:
         spec = EcosystemSpec.model_validate(raw)
     except ValidationError as exc:
         raise EcosystemError(_format_error(spec_file, exc, raw)) from exc
-    _check_file(folder, spec.seed.module, spec_file, "seed.module")
-    modules = {"seed": spec.seed.module}
-    if spec.samplers:
-        _check_file(folder, spec.samplers.module, spec_file, "samplers.module")
-        modules["samplers"] = spec.samplers.module
+    modules = _modules(folder, spec, spec_file)
     try:
         functions, shapes = load_functions(folder, modules, isolated(folder, BUILTIN_DIR))
     except UserCodeError as exc:
@@ -213,4 +228,5 @@ def load_ecosystem(name_or_path: str) -> Ecosystem:
     seed = functions["seed"]
     return Ecosystem(spec, folder, seed[spec.seed.function], functions.get("samplers", {}),
                      probe_source, digest.hexdigest()[:16], seed.get("layout"),
-                     seed.get("provide"), cast(contract.ShortcutModule | None, shortcuts))
+                     seed.get("provide"), cast(contract.ShortcutModule | None, shortcuts),
+                     functions.get("faults", {}))

@@ -56,7 +56,7 @@ def load_functions(folder: Path, modules: dict[str, str], in_workers: bool
             module = inprocess.import_module(folder, file)
         except BaseException as exc:
             raise UserCodeError(f"import {file}", inprocess.describe(exc, folder)) from exc
-        shapes[role] = inprocess.shapes(module, role == "samplers")
+        shapes[role] = inprocess.shapes(module, role in inprocess.VALUE_ROLES)
         functions[role] = {name: partial(_guarded, role, name, getattr(module, name), folder)
                            for name in shapes[role]}
     return functions, shapes
@@ -72,7 +72,7 @@ def _guarded(role: str, name: str, fn: Callable[..., Any], folder: Path, /, *arg
     try:
         return fn(*args, **kwargs)
     except Exception as exc:
-        if role == "samplers" and inprocess.no_value(exc):
+        if role in inprocess.VALUE_ROLES and inprocess.no_value(exc):
             raise
         raise UserCodeError(_what(role, name, args), inprocess.describe(exc, folder)) from exc
 

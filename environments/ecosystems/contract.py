@@ -10,7 +10,10 @@ Three kinds of module, typed as protocols below:
   bound to ``sample.of`` (or the probe state, a dict, without ``of``) and ``context``
   holds the arguments named by ``sample.with``;
 - the **shortcut module** (``shortcuts``): ``empty(key, expected)`` and
-  ``fill(key, expected, literals)``, each a shell command or None.
+  ``fill(key, expected, literals)``, each a shell command or None;
+- the **faults module** (``faults.module``): each injector's ``plant(files, seed)``
+  returns the seed files with one defect planted (LookupError: the seed has no place
+  for it).
 
 The YAML side has one contract of its own that code relies on: a read tool with a value
 output (``ToolSpec.observes_value``: parser ``int`` or ``text``, a non-scalar type) prints
@@ -57,6 +60,10 @@ class Provide(Protocol):
 class Sampler(Protocol):
     def __call__(self, content: bytes | dict[str, Any], rng: random.Random, /,
                  **context: str) -> str: ...
+
+
+class Plant(Protocol):
+    def __call__(self, files: dict[str, bytes], seed: int, /) -> dict[str, bytes]: ...
 
 
 class ShortcutModule(Protocol):
@@ -134,6 +141,13 @@ def check(folder: Path, spec: EcosystemSpec, shapes: Shapes,
                                 f"named {d.facet!r}")
         _require(file, d.facet, samplers[d.facet], f"{d.facet}(content, rng, value=...)", 2,
                  ("value",))
+    plants, module = shapes.get("faults", {}), spec.faults.module if spec.faults else ""
+    for fault in spec.faults.injectors if spec.faults else []:
+        if fault.plant not in plants:
+            raise ContractError(f"{spec_file}: field 'faults.injectors.{fault.name}.plant': "
+                                f"{module} has no function {fault.plant!r}")
+        _require(folder / module, fault.plant, plants[fault.plant],
+                 f"{fault.plant}(files, seed)", 2)
     if spec.shortcuts is not None:
         file = folder / spec.shortcuts
         for name, positional in (("empty", 2), ("fill", 3)):

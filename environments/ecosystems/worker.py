@@ -34,6 +34,12 @@ NO_VALUE = (LookupError, ValueError, IndexError)
 key, a ``UnicodeDecodeError`` or ``JSONDecodeError`` content the sampler misread."""
 
 
+VALUE_ROLES = ("samplers", "faults")
+"""Modules whose public functions are their own (imported helpers are not theirs) and
+whose ``NO_VALUE`` exceptions mean "nothing fits" (a fault's: the seed has no place for
+its defect) rather than a bug."""
+
+
 def no_value(exc: BaseException) -> bool:
     """Whether a sampler's ``exc`` means "no value fits" (else its code failed)."""
     return type(exc) in NO_VALUE
@@ -106,7 +112,7 @@ def main() -> None:
         except BaseException as exc:  # noqa: BLE001 - every failure is reported, none raised
             send("import_error", (file, describe(exc, folder)))
             return
-    send("ok", {role: shapes(module, role == "samplers") for role, module in loaded.items()})
+    send("ok", {role: shapes(module, role in VALUE_ROLES) for role, module in loaded.items()})
     while True:
         header = source.read(HEADER.size)
         if len(header) < HEADER.size:
@@ -115,7 +121,7 @@ def main() -> None:
         try:
             result = getattr(loaded[role], function)(*args, **kwargs)
         except BaseException as exc:  # noqa: BLE001
-            if role == "samplers" and no_value(exc):
+            if role in VALUE_ROLES and no_value(exc):
                 send("no_value", (type(exc).__name__, str(exc)))
                 continue
             send("error", (type(exc).__name__, describe(exc, folder)))

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from schemas.graph import TaskKind
 from schemas.records import SCHEMA_VERSION, Provenance
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
@@ -72,7 +73,8 @@ def llm_identity(env: Mapping[str, str] | None = None) -> tuple[str | None, str 
 def config_hash(*, ecosystems: Mapping[str, str], images: Mapping[str, str | None],
                 backend: str, seed: int, depth_weights: Mapping[int, float], max_repairs: int,
                 instruction_style: str, llm: tuple[str | None, str | None], dedup: str,
-                require_observation: bool = False, strict: bool = False) -> str:
+                require_observation: bool = False, strict: bool = False,
+                kinds: Mapping[TaskKind, float] | None = None) -> str:
     """The hash described in the module docstring; ``ecosystems`` maps name -> digest."""
     return _digest({
         "schema_version": SCHEMA_VERSION, "generator": generator_version(),
@@ -81,6 +83,7 @@ def config_hash(*, ecosystems: Mapping[str, str], images: Mapping[str, str | Non
         "depth_weights": {str(d): float(w) for d, w in sorted(depth_weights.items())},
         "max_repairs": max_repairs, "instruction_style": instruction_style,
         "require_observation": require_observation, "strict": strict,
+        "kinds": {k: float(w) for k, w in sorted((kinds or {}).items())},
         "templates": template_hash(), "llm": list(llm),
         "dedup": dedup})
 

@@ -78,6 +78,28 @@ def yield_by_ecosystem(con: duckdb.DuckDBPyConnection) -> str:
         "failed under them) are neither, until a resume or rerun runs them again.")
 
 
+def kinds(con: duckdb.DuckDBPyConnection) -> str:
+    return _section(con, "Task kinds, per ecosystem", f"""
+        select coalesce(kind, 'build') as kind, ecosystem, count(*) as candidates,
+               count(*) filter (status = 'accepted') as accepted,
+               round(100 * avg((status = 'accepted')::int), 1) as "yield %",
+               round(100 * count(*) filter (status = 'accepted')
+                   / sum(count(*) filter (status = 'accepted')) over (), 1) as "share of tasks %"
+        from {SETTLED_ATTEMPTS} where status <> 'errored' group by all order by all""",
+        "`build` tasks make new artifacts from a healthy seeded state; `fix` tasks start from a "
+        "planted fault that they repair first.  Candidates from before kinds existed count as "
+        "`build`.")
+
+
+def faults(con: duckdb.DuckDBPyConnection) -> str:
+    return _section(con, "Fix tasks, per fault injector", f"""
+        select ecosystem, json_extract_string(graph_json, '$.fault') as fault,
+               count(*) as candidates, count(*) filter (status = 'accepted') as accepted,
+               round(100 * avg((status = 'accepted')::int), 1) as "yield %"
+        from {SETTLED_ATTEMPTS} where status <> 'errored' and kind = 'fix'
+        group by all order by all""")
+
+
 def yield_by_stage(con: duckdb.DuckDBPyConnection) -> str:
     return _section(con, "Where candidates stop, per ecosystem and stage", f"""
         pivot (select ecosystem, stage from {SETTLED_ATTEMPTS} where status <> 'errored')
@@ -211,6 +233,8 @@ def instruction_diversity(con: duckdb.DuckDBPyConnection) -> str:
 SECTIONS: list[Section] = [
     overview,
     yield_by_ecosystem,
+    kinds,
+    faults,
     yield_by_stage,
     rejection_reasons,
     errored,

@@ -10,7 +10,8 @@ uid 1000 in ``/workspace``, the repairs' additions (folders, then files), and th
 - the ecosystem image's own Dockerfile text (the same function renders it), with the
   trace's added packages;
 - ``COPY --chown=1000:1000 workspace/ /workspace/`` — the seed files, regenerated from
-  the ecosystem and the task's seed, and checked against the task's ``env_digest``;
+  the ecosystem and the task's seed (with a fix task's fault planted), and checked
+  against the task's ``env_digest``;
 - ``RUN ["bash", "-c", <setup>]`` as uid 1000 — the argv the factory runs;
 - the additions: ``mkdir -p`` of the added folders, ``COPY`` of the added files;
 - for a service, an entrypoint that runs the factory's own start-and-wait command, then
@@ -65,7 +66,11 @@ def seed_files(task: TaskRow, eco: Ecosystem, additions: EnvAdditions) -> dict[s
             f"task {task.task_id} was made with ecosystem {task.ecosystem!r} version "
             f"{task.ecosystem_version}, but {eco.folder} is version {ecosystem_version(eco)}; "
             "pass the ecosystem folder the task was generated with (--ecosystem-dir)")
-    files = eco.seed_state(task.seed)
+    try:
+        files = eco.seed_state(task.seed, task.fault)
+    except KeyError as exc:
+        raise HarborError(f"task {task.task_id}: {exc.args[0]}; pass the ecosystem folder the "
+                          "task was generated with (--ecosystem-dir)") from None
     if env_digest(files, additions) != task.env_digest:
         raise HarborError(
             f"task {task.task_id}: seed {task.seed} of ecosystem {task.ecosystem!r} no longer "

@@ -96,7 +96,7 @@ def factory_state(task: ExportTask, run: str) -> tuple[dict, dict]:
     provider = make_provider(config, run)
     try:
         with LiveEnvironment(task.eco, task.row.seed, lambda _packages: provider.sandbox(),
-                             additions) as env:
+                             additions, task.row.fault) as env:
             listing = env.sandbox.exec(["bash", "-c", _manifest_command()], timeout=120)
             if listing.exit_code != 0:
                 raise RuntimeError(f"manifest failed: {listing.stderr.strip()[-300:]}")

@@ -8,8 +8,9 @@ from tasks.stages.context import CandidateContext, Phase
 
 
 class OpenEnvironment:
-    """The seed written, the setup run, the service started; the sandbox is the context's
-    until the candidate is done (or the gate closes it)."""
+    """The seed written (with the graph's fault planted, for a fix task), the setup run,
+    the service started; the sandbox is the context's until the candidate is done (or the
+    gate closes it)."""
 
     name: StageName = "sandbox"
     phase: Phase = "sandbox_s"
@@ -18,4 +19,5 @@ class OpenEnvironment:
 
     def run(self, ctx: CandidateContext) -> None:
         ctx.env = ctx.sandboxes.enter_context(
-            LiveEnvironment(ctx.eco, ctx.candidate.seed, ctx.open))
+            LiveEnvironment(ctx.eco, ctx.candidate.seed, ctx.open,
+                            fault=ctx.candidate.graph.fault))

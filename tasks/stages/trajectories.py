@@ -61,7 +61,8 @@ def task_row(ctx: CandidateContext, task_id: str, digest: str) -> TaskRow:
         solution_sh=ctx.solution_sh, verifier_py=ctx.verifier_py,
         checks_json=json.dumps([c.model_dump() for c in ctx.checks]),
         graph_json=graph.model_dump_json(), trace_json=trace.model_dump_json(),
-        env_digest=digest, initial_state_sha256=state_digest(ctx.before), image=ctx.image,
+        env_digest=digest, initial_state_sha256=state_digest(ctx.before), kind=graph.kind,
+        fault=graph.fault, image=ctx.image,
         backend=ctx.backend, gate=ctx.gate, needs_observation=ctx.gate.needs_observation,
         generator_version=ctx.generator_version,
         created_at=datetime.now(UTC))

@@ -28,7 +28,8 @@ class Validate:
         if ctx.trace.repairs:
             ctx.close_sandboxes()
             env = ctx.sandboxes.enter_context(LiveEnvironment(
-                ctx.eco, ctx.candidate.seed, ctx.open, ctx.trace.environment))
+                ctx.eco, ctx.candidate.seed, ctx.open, ctx.trace.environment,
+                ctx.candidate.graph.fault))
             realized = ctx.before
         ctx.gate = run_gate(env, ctx.eco, ctx.trace, ctx.checks, ctx.draft.text,
                             ctx.solution_sh, ctx.verifier_py, ctx.after, realized=realized)

@@ -64,7 +64,7 @@ def _score_after_deleting(ref: str, task, path: str):
     config = LocalConfig().for_ecosystem(eco)
     try:
         with LiveEnvironment(eco, task.seed, lambda packages: provider_for(
-                config, RUN_ID).sandbox(), trace.environment) as env:
+                config, RUN_ID).sandbox(), trace.environment, task.fault) as env:
             sb = env.sandbox
             done = sb.exec(["bash", "-s"], stdin=task.solution_sh.encode(),
                            env={"TASKFACTORY_WORKDIR": sb.workdir}, timeout=60)

@@ -65,7 +65,7 @@ def _gate(candidate, row, instruction: str) -> GateResult:
     eco, trace = ecosystem("service"), Trace.model_validate_json(row.trace_json)
     checks = [Check.model_validate(c) for c in json.loads(row.checks_json)]
     opener = sandbox_opener(eco, DockerConfig(), RUN, candidate)
-    with LiveEnvironment(eco, row.seed, opener, trace.environment) as env:
+    with LiveEnvironment(eco, row.seed, opener, trace.environment, row.fault) as env:
         assert run_solution(env.sandbox, row.solution_sh).exit_code == 0
         after = probe(env.sandbox, eco)
         return run_gate(env, eco, trace, checks, instruction, row.solution_sh,
@@ -95,7 +95,7 @@ def test_the_wrong_id_is_another_ticket_of_the_seeded_state(accepted):
     candidate, row, ticket, _ = accepted
     eco, trace = ecosystem("service"), Trace.model_validate_json(row.trace_json)
     opener = sandbox_opener(eco, DockerConfig(), RUN, candidate)
-    with LiveEnvironment(eco, row.seed, opener, trace.environment) as env:
+    with LiveEnvironment(eco, row.seed, opener, trace.environment, row.fault) as env:
         state = env.before
     unnamed = row.instruction.replace(f"`{ticket}`", "the ticket in question")
     script = open_loop_script(eco, trace, unnamed, row.seed, state, {})

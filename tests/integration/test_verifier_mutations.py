@@ -107,7 +107,7 @@ def test_each_check_matters(name):
         def opener(packages, config=config):
             return provider_for(config, RUN_ID).sandbox()
 
-        with LiveEnvironment(eco, task.seed, opener, trace.environment) as env:
+        with LiveEnvironment(eco, task.seed, opener, trace.environment, task.fault) as env:
             sb = env.sandbox
             done = sb.exec(["bash", "-s"], stdin=task.solution_sh.encode(),
                            env={"TASKFACTORY_WORKDIR": sb.workdir}, timeout=120)

@@ -55,7 +55,7 @@ def test_every_task_becomes_a_harbor_folder(dataset, tmp_path):
     for folder in folders:
         task = tasks[folder.name.split("-", 1)[1]]
         eco = load_ecosystem("files" if task.ecosystem == "files" else INVENTORY)
-        seeds = eco.seed_state(task.seed)
+        seeds = eco.seed_state(task.seed, task.fault)  # a fix task: with its defect
         files = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
         assert files == {"task.toml", "instruction.md", "solution/solve.sh", "tests/test.sh",
                          "tests/verify.py", "environment/Dockerfile",

@@ -140,3 +140,4 @@ def first_line(content: dict, rng: random.Random, value: str = "", **_: str) -> 
     if not 8 <= len(line.strip()) <= 120 or len(re.findall(r"[A-Za-z0-9]", line)) < 6:
         raise LookupError(f"{value!r} has no first line distinctive enough to name it by")
     return line
+
