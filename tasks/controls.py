@@ -19,6 +19,8 @@ rebuilt environment.
 - ``empty``: every expected output created empty (:mod:`tasks.shortcuts`);
 - ``partial``: the reference minus its last mutating step (only when it has one);
 - ``literals``: every output holding the instruction's literals, the answer tried as each;
+- ``unrepaired``: a fix task's reference minus its repair steps (only when other writes
+  follow them): a later step must not make the repair moot;
 - ``vandal``: the reference solution, then one change to a seeded entry the task leaves
   alone (:mod:`tasks.vandal`; only where a probe section declares how to make one);
 - ``alternative``: the reference solution with each step's command replaced by one of its
@@ -199,6 +201,16 @@ def _partial(host: Host, task: ControlTask) -> Acted:
                                                    steps)))
 
 
+def _repairs(task: ControlTask) -> list:
+    return [s for s in task.trace.steps if task.eco.spec.tool(s.tool).repair]
+
+
+def _unrepaired(host: Host, task: ControlTask) -> Acted:
+    steps = [s for s in task.trace.steps if s not in _repairs(task)]
+    return Acted(solved=host.solve(solution_script(task.trace, task.eco.spec.answer_file,
+                                                   steps)))
+
+
 def _vandal(host: Host, task: ControlTask) -> Acted:
     change = vandalism(task.eco, task.checks)
     assert change is not None, "the vandal control applies only with a change to make"
@@ -242,6 +254,10 @@ CONTROLS: tuple[Control, ...] = (
             applies=lambda task: bool(_writes(task))),
     Control("literals", _faked("literals"), "fail", "literals_passed",
             PASSES.format("with the outputs holding the instruction's literals")),
+    Control("unrepaired", _unrepaired, "fail", "repair_moot",
+            PASSES.format("after the reference solution without its repair steps"),
+            applies=lambda task: bool(_repairs(task)) and len(_writes(task)) > len(
+                [s for s in _repairs(task) if task.eco.spec.tool(s.tool).effect == "write"])),
     Control("vandal", _vandal, "fail", "vandal_passed",
             "the verifier passes after the reference solution and {what}, which ran with "
             "{solved} ({passed}/{total} checks)",

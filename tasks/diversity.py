@@ -49,7 +49,8 @@ def diversity(eco: Ecosystem, candidates: list[Candidate], replanned: int,
     """The batch's report; ``depth_weights``: those it was planned with (for the depth
     each graph was drawn at)."""
     uses = Counter(s.tool for c in candidates for s in c.graph.steps)
-    short = [c.graph for c in candidates if c.graph.depth < drawn_depth(c.seed, depth_weights)]
+    short = [c.graph for c in candidates if c.graph.depth < drawn_depth(
+        c.seed, depth_weights, len(eco.spec.fault(c.graph.fault).repair) if c.graph.fault else 0)]
     ends = Counter(eco.spec.tool(g.steps[-1].tool).returns.type for g in short)
     names = [t.name for t in eco.spec.tools]
     multi = [c.graph for c in candidates if len(c.graph.steps) > 1]

@@ -27,6 +27,7 @@ Reason = Literal[
     "empty_outputs_passed",     # the verifier passes when every output is created empty
     "partial_solution_passed",  # ... after the reference minus its last mutating step
     "literals_passed",   # ... when outputs hold only the instruction's literals
+    "repair_moot",       # ... (a fix task) after the reference minus its repair steps
     "vandal_passed",     # ... after the reference plus a change to an entry it must keep
     "overspecified",     # the verifier fails a solution that takes another correct route
     "no_observation_needed",  # solvable open-loop, and the run requires observation

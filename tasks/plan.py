@@ -396,16 +396,24 @@ SHAPES = {"fan_out": _fan_out, "fan_in": _fan_in, "diamond": _diamond}
 
 def _fix(b: _Builder, repair: list[str], depth: int) -> None:
     """A fault's repair steps in order (each takes the one before's output where a typed
-    input fits it), then a chain on the repaired state up to ``depth`` steps in all."""
-    last: str | None = None
+    input fits it), then a chain on the repaired state up to ``depth`` steps in all.  The
+    chain's first step reads the repaired entry or makes a new one from it (changing it
+    in place again would make the repair moot: fix a ticket's team, then move it); where
+    no tool can, the chain starts from the repaired state's other entries."""
+    last = ""
     for name in repair:
         tool = b.eco.spec.tool(name)
-        fits = [p.name for p in tool.params if p.typed and last is not None
+        fits = [p.name for p in tool.params if p.typed and last
                 and type_satisfies(b.out_type[last], p.type)]
-        last = b.add(tool, {fits[0]: last} if fits and last else {})
-    tool = b.eco.spec.tool(repair[-1])
-    if last and depth > len(repair) and (tool.effect == "write" or tool.observes_value):
-        b.extend(last, depth - len(repair), may_end_in_read=True)
+        last = b.add(tool, {fits[0]: last} if fits else {})
+    left = depth - len(repair)
+    if left <= 0 or b.eco.spec.tool(repair[-1]).effect != "write":
+        return
+    first = b.extend(last, 1, may_end_in_read=True, fresh_only=True)
+    if first == last:  # nothing takes the repaired entry: work on from the state
+        _chain(b, left)
+    elif left > 1 and b.eco.spec.tool(b.steps[-1].tool).effect == "write":
+        b.extend(first, left - 1, may_end_in_read=True)
 
 
 def _draw_depth(rng: random.Random, depth_weights: dict[int, float] | None) -> int:
@@ -414,10 +422,15 @@ def _draw_depth(rng: random.Random, depth_weights: dict[int, float] | None) -> i
     return rng.choices(depths, weights=[weights[d] for d in depths])[0]
 
 
-def drawn_depth(seed: int, depth_weights: dict[int, float] | None = None) -> int:
-    """The depth :func:`plan_graph` aims at for ``seed``; a graph comes out shallower when
-    the planner finds no tool to extend it (nothing consumes its last output's type) or
-    ends it with a read first."""
+def drawn_depth(seed: int, depth_weights: dict[int, float] | None = None,
+                fix_steps: int = 0) -> int:
+    """The depth :func:`plan_graph` aims at for ``seed`` (a fix graph's, with
+    ``fix_steps`` repair steps: from :data:`FIX_DEPTH_WEIGHTS`, at least those steps); a
+    graph comes out shallower when the planner finds no tool to extend it (nothing
+    consumes its last output's type) or ends it with a read first."""
+    if fix_steps:
+        return max(fix_steps, _draw_depth(random.Random(f"{seed}:fix-depth"),
+                                          FIX_DEPTH_WEIGHTS))
     return _draw_depth(random.Random(seed), depth_weights)
 
 
@@ -436,7 +449,7 @@ def plan_graph(eco: Ecosystem, seed: int, depth_weights: dict[int, float] | None
     if fault is not None:
         b = _Builder(eco, random.Random(f"{seed}:fix:{fault}"), state, usage=usage)
         repair = eco.spec.fault(fault).repair
-        _fix(b, repair, max(len(repair), _draw_depth(rng, FIX_DEPTH_WEIGHTS)))
+        _fix(b, repair, drawn_depth(seed, fix_steps=len(repair)))
         return WorkflowGraph(ecosystem=eco.name, shape="chain", steps=b.steps, fault=fault)
     if shape in SHAPES:
         b = _Builder(eco, random.Random(f"{seed}:{shape}"), state, usage=usage)
@@ -447,6 +460,15 @@ def plan_graph(eco: Ecosystem, seed: int, depth_weights: dict[int, float] | None
         raise PlanningError(f"no tool of {eco.name!r} can start from the seeded state")
     _chain(b, depth)
     return WorkflowGraph(ecosystem=eco.name, shape="chain", steps=b.steps)
+
+
+def plantable(eco: Ecosystem, seed: int, fault: str) -> bool:
+    """The seed has a place for the fault's defect (its ``plant`` finds what it breaks)."""
+    try:
+        eco.seed_state(seed, fault)
+    except LookupError:
+        return False
+    return True
 
 
 def draw_fault(eco: Ecosystem, index: int, run_seed: int, kinds: dict[TaskKind, float],
@@ -470,7 +492,8 @@ def iter_candidates(eco: Ecosystem, n: int, run_seed: int,
                     ) -> Iterator[tuple[Candidate, int]]:
     """``n`` candidates with distinct fingerprints, one at a time, each with the number of
     duplicate fingerprints re-planned before it (bounded by :data:`MAX_REPLANS`); their
-    kinds drawn with the weights ``kinds`` (default :data:`DEFAULT_KINDS`)."""
+    kinds drawn with the weights ``kinds`` (default :data:`DEFAULT_KINDS`).  A fix
+    candidate whose seed has no place for its fault's defect becomes a build candidate."""
     seen: set[str] = set()
     usage: Counter[str] = Counter()
     faults_used: Counter[str] = Counter()
@@ -482,10 +505,12 @@ def iter_candidates(eco: Ecosystem, n: int, run_seed: int,
         for attempt in range(MAX_REPLANS):
             seed = candidate_seed(run_seed, index * 1000 + attempt)
             graph = plan_graph(eco, seed, depth_weights, usage, fault)
-            fp = graph.fingerprint()
-            if fp not in seen:
+            if graph.fingerprint() not in seen:
                 break
             dupes += 1
+        if fault and not plantable(eco, seed, fault):  # no place for the defect: build
+            graph = plan_graph(eco, seed, depth_weights, usage)
+        fp = graph.fingerprint()
         seen.add(fp)
         usage.update(s.tool for s in graph.steps)
         cid = hashlib.sha256(f"{eco.digest}:{seed}:{graph.model_dump_json()}".encode())

@@ -131,7 +131,7 @@ def repairs(con: duckdb.DuckDBPyConnection) -> str:
         select split_part(r, ' ', 1) as kind, count(*) as applied,
                count(distinct candidate_id) as candidates,
                count(distinct candidate_id) filter (status = 'accepted') as accepted_after
-        from attempts, unnest(repairs) as u(r) group by all order by applied desc""",
+        from attempts, unnest(repairs) as u(r) group by all order by applied desc, kind""",
         "One row per repair kind; `accepted_after`: candidates accepted after that repair.")
 
 

@@ -12,6 +12,7 @@ from flows.providers import close_run, provider_for
 from schemas.graph import WorkflowGraph
 from schemas.trace import Trace
 from schemas.verifier import Check
+from tasks.compose import render_phrase
 from tasks.failures import StageFailure
 from tasks.pipeline import PIPELINE, Pipeline
 from tasks.plan import plan_candidates
@@ -48,18 +49,39 @@ def test_candidates_are_accepted_with_gate_results(backend):
             (a, s) for a in ("function", "terminal") for s in ("masked", "full", "actobs")}
         assert all(r.task_id == t.task_id for r in o.trajectories)
         checks = [Check(**c) for c in json.loads(t.checks_json)]
+        trace = Trace.model_validate_json(t.trace_json)
         resolved = {d.observation.stdout.strip(): d.args
-                    for st in Trace.model_validate_json(t.trace_json).steps
-                    for d in st.discoveries
+                    for st in trace.steps for d in st.discoveries
                     if d.name in {x.name for x in ecosystem(t.ecosystem).spec.describers}}
-        # every checked output is named, or described, in the instruction (the entries
-        # it keeps unchanged are promised by its closer)
+        # every checked output is named, described, or named by the lookup that finds it
+        # (a fix task's broken file) in the instruction; the entries it keeps unchanged
+        # are promised by its closer
+        looked_up = _looked_up(t, trace)
         for c in (c for c in checks if c.kind != "unchanged"):
-            named = [f"`{v}`" for v in resolved.get(c.key, {}).values()] or [f"`{c.key}`"]
+            named = ([looked_up[c.key]] if c.key in looked_up else
+                     [f"`{v}`" for v in resolved.get(c.key, {}).values()] or [f"`{c.key}`"])
             assert all(n in t.instruction for n in named), (c.key, t.instruction)
     for o in outcomes:
         if not o.task:
             assert o.attempt.status == "rejected" and o.attempt.reason and o.attempt.detail
+
+
+def _looked_up(task, trace: Trace) -> dict[str, str]:
+    """Entry -> the label of the lookup whose printed value named it (a write's target
+    bound to a read step)."""
+    graph = WorkflowGraph.model_validate_json(task.graph_json)
+    by_id = {st.step_id: st for st in trace.steps}
+    out = {}
+    for step in graph.steps:
+        tool = ECO.spec.tool(step.tool)
+        target = step.bind.get(str(tool.returns.from_param))
+        if tool.effect != "write" or target is None or target.kind != "step":
+            continue
+        up = by_id[target.step]
+        label = ECO.spec.tool(up.tool).returns.label
+        if ECO.spec.tool(up.tool).effect == "read" and label:
+            out[by_id[step.id].args[str(tool.returns.from_param)]] = render_phrase(label, up.args)
+    return out
 
 
 def test_task_verifier_and_solution_agree_in_a_fresh_sandbox(backend):
@@ -67,7 +89,7 @@ def test_task_verifier_and_solution_agree_in_a_fresh_sandbox(backend):
                    if o.task)
     task = outcome.task
     with provider_for(backend, RUN_ID).sandbox() as sb:
-        sb.write_files(ECO.seed_state(task.seed))
+        sb.write_files(ECO.seed_state(task.seed, task.fault))
         assert run_verifier(sb, task.verifier_py).reward == 0
         solved = sb.exec(["bash", "-s"], stdin=task.solution_sh.encode(),
                          env={"TASKFACTORY_WORKDIR": sb.workdir})
@@ -206,7 +228,7 @@ def test_goal_tasks_neither_require_nor_penalise_intermediate_results(backend):
             scratch.append(other)
         solve += "rm -f " + " ".join(scratch) + "\n"
         with provider_for(backend, RUN_ID).sandbox() as sb:
-            sb.write_files(ECO.seed_state(candidate.seed))
+            sb.write_files(ECO.seed_state(candidate.seed, candidate.graph.fault))
             done = sb.exec(["bash", "-s"], stdin=solve.encode(),
                            env={"TASKFACTORY_WORKDIR": sb.workdir})
             assert done.exit_code == 0, done.stderr

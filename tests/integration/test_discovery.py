@@ -48,7 +48,7 @@ def test_discoveries_are_real_and_come_before_the_step_that_needs_them(accepted)
         first_reads = eco.spec.tool(trace.steps[0].tool).effect == "read"  # a lookup
         assert trace.steps[0].discoveries or first_reads, "the first step inspects first"
         with provider_for(config, RUN_ID).sandbox() as sb:
-            realize(sb, eco, o.task.seed)
+            realize(sb, eco, o.task.seed, fault=o.task.fault)
             for st in trace.steps:
                 for d in st.discoveries:  # the same command now prints the same thing
                     again = sb.exec(["bash", "-c", d.command], timeout=30)

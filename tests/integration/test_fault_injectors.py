@@ -1,7 +1,8 @@
-"""Fault injectors of the built-in ecosystems, on both backends: each one plants its defect
-(the realized state differs from the healthy one in exactly the entry it breaks), its
-repair lookup finds nothing in a healthy workspace, and its repair steps, run as a fix
-task's first steps, leave the state exactly as healthy as the seed made it."""
+"""Fault injectors of the built-in ecosystems, on every backend each ecosystem runs on:
+each one plants its defect (the realized state differs from the healthy one in exactly
+the entry it breaks), its repair finds nothing to repair in a healthy workspace (the
+lookup fails, or the sampler finds no defect), and its repair steps, run as a fix task's
+first steps, leave the state exactly as healthy as the seed made it."""
 
 import os
 
@@ -12,22 +13,25 @@ from environments.local.config import LocalConfig
 from flows.candidate import ecosystem, sandbox_opener
 from flows.providers import close_run
 from schemas.graph import Candidate
-from tasks.commands import render_shell
 from tasks.execute import execute_graph
+from tasks.failures import StageFailure
 from tasks.plan import plan_graph
 from tasks.realize import LiveEnvironment, probe, state_without
 
 RUN = f"itest-injectors-{os.getpid()}"
-INJECTORS = [(name, f.name) for name in ("files",)
+INJECTORS = [(name, f.name) for name in ("files", "git", "service", "sql")
              for f in (ecosystem(name).spec.faults.injectors if ecosystem(name).spec.faults
                        else [])]
+BACKENDS = {"local": LocalConfig(), "docker": DockerConfig()}
+CASES = [pytest.param(kind, name, fault, id=f"{kind}-{name}-{fault}",
+                      marks=[pytest.mark.docker] if kind == "docker" else [])
+         for name, fault in INJECTORS for kind in ecosystem(name).spec.backends]
 SEED = 11
 
 
-@pytest.fixture(params=[pytest.param(LocalConfig(), id="local"),
-                        pytest.param(DockerConfig(), id="docker", marks=pytest.mark.docker)])
-def backend(request):
-    yield request.param
+@pytest.fixture(scope="module", autouse=True)
+def _close_run():
+    yield
     close_run(RUN)
 
 
@@ -38,14 +42,14 @@ def _differing(a: dict, b: dict) -> list[str]:
 
 
 def test_every_builtin_with_faults_declares_five_injectors():
-    assert {name for name, _ in INJECTORS} == {"files"}
+    assert {name for name, _ in INJECTORS} == {"files", "git", "service", "sql"}
     for name in {name for name, _ in INJECTORS}:
         assert len([f for n, f in INJECTORS if n == name]) >= 5
 
 
-@pytest.mark.parametrize(("name", "fault"), INJECTORS, ids=[f"{n}-{f}" for n, f in INJECTORS])
-def test_an_injector_plants_its_defect_and_its_repair_removes_it(backend, name, fault):
-    eco = ecosystem(name)
+@pytest.mark.parametrize(("kind", "name", "fault"), CASES)
+def test_an_injector_plants_its_defect_and_its_repair_removes_it(kind, name, fault):
+    eco, backend = ecosystem(name), BACKENDS[kind]
     repair = eco.spec.fault(fault).repair
     graph = plan_graph(eco, SEED, fault=fault)
     candidate = Candidate(candidate_id=f"injector-{fault}", index=0, ecosystem=name,
@@ -55,15 +59,17 @@ def test_an_injector_plants_its_defect_and_its_repair_removes_it(backend, name, 
     opener = sandbox_opener(eco, backend, RUN, candidate)
     with LiveEnvironment(eco, SEED, opener) as healthy_env:
         healthy = healthy_env.before
-        lookup = eco.spec.tool(repair[0])
-        found = healthy_env.sandbox.exec(["bash", "-c", render_shell(lookup.command, {})])
-        assert found.exit_code != 0 and not found.stdout.strip(), (
-            f"{repair[0]} finds a defect in the healthy workspace: {found.stdout!r}")
+        with pytest.raises(StageFailure) as nothing_to_find:
+            execute_graph(healthy_env, eco, candidate, max_repairs=0)
+        assert nothing_to_find.value.reason in ("tool_error", "binding"), nothing_to_find.value
     with LiveEnvironment(eco, SEED, opener, fault=fault) as env:
-        broken = _differing(env.before, healthy)
+        sections = eco.spec.probe_sections
+        broken = [e for e in _differing(env.before, healthy)  # derived sections aside
+                  if e.split("/")[0] not in sections or sections[e.split("/")[0]].checked]
         assert len(broken) == 1, broken
         trace, _ = execute_graph(env, eco, candidate, max_repairs=0)
         repaired = probe(env.sandbox, eco)
-    assert f"files/{trace.steps[-1].args['path']}" == broken[0]
+    fixer = eco.spec.tool(repair[-1])
+    assert broken[0].split("/", 1)[1] == trace.steps[-1].args[str(fixer.returns.from_param)]
     answer = eco.spec.answer_file
     assert _differing(state_without(repaired, answer), state_without(healthy, answer)) == []

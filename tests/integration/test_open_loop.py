@@ -146,7 +146,7 @@ def test_a_looked_up_id_is_guessed_as_another_ticket_even_without_a_sampler(acce
     eco = ecosystem("service")
     assert eco.spec.tool("ticket_field").param("ticket").sample is None
     opener = sandbox_opener(eco, DockerConfig(), RUN, candidate)
-    with LiveEnvironment(eco, row.seed, opener) as env:
+    with LiveEnvironment(eco, row.seed, opener, fault=row.fault) as env:
         state = env.before
     ticket = sorted(state["tickets"], key=int)[0]
     trace = Trace(steps=[StepTrace(

@@ -119,7 +119,7 @@ def test_service_views_are_grounded_and_replay_in_a_container():
             assert first_ungrounded(terminal.messages, json.loads(terminal.tools), values,
                                     chosen) is None
             with provider_for(config, RUN_ID).sandbox() as sb:
-                realize(sb, eco, o.task.seed)
+                realize(sb, eco, o.task.seed, fault=o.task.fault)
                 _replay(sb, [json.loads(c.function.arguments)["command"]
                              for m in terminal.messages for c in m.tool_calls or []])
                 assert run_verifier(sb, o.task.verifier_py).reward == 1, o.task.instruction
@@ -138,7 +138,7 @@ def test_replaying_either_view_in_a_fresh_sandbox_solves_the_task(accepted):
         eco = ecosystem(name)
         views = _views(o)
         with provider_for(BACKEND, RUN_ID).sandbox() as sb:
-            _, initial = realize(sb, eco, o.task.seed)
+            _, initial = realize(sb, eco, o.task.seed, fault=o.task.fault)
             terminal = [json.loads(c.function.arguments)["command"]
                         for m in views["terminal"]["masked"].messages for c in m.tool_calls or []]
             _replay(sb, terminal)

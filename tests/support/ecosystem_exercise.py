@@ -90,13 +90,14 @@ class Exercise:
         self.unrealized: dict[int, str] = {}
         """Seeds the ecosystem's seed failed for (their candidates are skipped)."""
 
-    def realize(self, seed: int) -> bool:
-        """The sandbox holds the initial state of ``seed``; False when the seed fails."""
+    def realize(self, seed: int, fault: str | None = None) -> bool:
+        """The sandbox holds the initial state of ``seed`` (with ``fault`` planted, for a
+        fix candidate, whose repair tools need it); False when the seed fails."""
         if seed in self.unrealized:
             return False
         self.sandbox.restore(self.blank)
         try:
-            realize(self.sandbox, self.eco, seed)
+            realize(self.sandbox, self.eco, seed, fault=fault)
         except StageFailure as failure:
             self.unrealized[seed] = f"{failure.reason}: {failure.detail}"
             return False
@@ -109,7 +110,8 @@ class Exercise:
             todo = {t.name for t in self.eco.spec.tools if not self._done(t.name)}
             if not todo:
                 break
-            if todo & {s.tool for s in candidate.graph.steps} and self.realize(candidate.seed):
+            if todo & {s.tool for s in candidate.graph.steps} and self.realize(
+                    candidate.seed, candidate.graph.fault):
                 self._run(candidate)
         return self.runs
 

@@ -307,7 +307,8 @@ def test_every_command_renders_with_sampled_arguments(tmp_path, tool):
     state = _state(tmp_path, 9)
     spec = ECO.spec.tool(tool)
     leads = {t["lead"] for t in state["teams"].values()}
-    args = {"ticket": "3", "user": next(e for e in state["users"] if e not in leads)}
+    args = {"ticket": "3", "user": next(e for e in state["users"] if e not in leads),
+            "team": min(state["teams"])}
     for p in spec.params:
         if p.sample:
             context = {w: args[w] for w in p.sample.with_}

@@ -107,10 +107,12 @@ def test_layout_matches_generated_paths():
 @pytest.mark.parametrize("name", sorted(ECOSYSTEMS))
 def test_lookups_feed_later_steps_in_most_multi_step_graphs(name):
     """Every built-in has lookups; the planner puts them first or in the middle, where a
-    later step takes their value, in most multi-step graphs, and the report says so."""
+    later step takes their value, in most multi-step build graphs, and the report says so.
+    (A fix graph starts with its fault's repair steps instead: a lookup of the defect, or
+    a repair whose sampled target is the defect, tests/integration/test_fault_injectors.)"""
     eco = ECOSYSTEMS[name]
     assert sum(t.observes_value for t in eco.spec.tools) >= 2
-    candidates, stats = plan_candidates(eco, 300, 11)
+    candidates, stats = plan_candidates(eco, 300, 11, kinds={"build": 1})
     mid = [c.graph for c in candidates
            if any(eco.spec.tool(s.tool).effect == "read" for s in c.graph.steps[:-1])]
     assert mid, "no graph reads something before its last step"
@@ -128,7 +130,8 @@ def test_the_report_counts_graphs_shallower_than_their_drawn_depth():
     at which output types."""
     eco = ECOSYSTEMS["git"]
     candidates, stats = plan_candidates(eco, 200, 11)
-    drawn = {c.candidate_id: drawn_depth(c.seed) for c in candidates}
+    drawn = {c.candidate_id: drawn_depth(c.seed, fix_steps=len(
+        eco.spec.fault(c.graph.fault).repair) if c.graph.fault else 0) for c in candidates}
     assert all(c.graph.depth <= drawn[c.candidate_id] for c in candidates)
     short = [c for c in candidates if c.graph.depth < drawn[c.candidate_id]]
     report = diversity(eco, candidates, stats.duplicates_replanned)

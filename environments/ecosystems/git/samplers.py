@@ -360,3 +360,42 @@ def commit_subject(state: dict, rng: random.Random, value: str = "", **_: str) -
     if len(found) != 1:
         raise LookupError(f"no single commit {value!r}")
     return str(found[0]["subject"])
+
+
+# ---- faults: the ref a planted defect left wrong (a repair tool's input) ----------------
+
+def untagged_release(state: dict, rng: random.Random, **_: str) -> str:
+    """The tag ``v<version>`` missing from the one ``Release <version>`` commit that has
+    none; LookupError unless exactly one release commit lacks its tag."""
+    tags = state.get("tags", {})
+    missing = sorted("v" + c["subject"].removeprefix("Release ")
+                     for c in state.get("commits", {}).values()
+                     if re.fullmatch(r"Release \d+\.\d+\.\d+", c.get("subject", ""))
+                     and "v" + c["subject"].removeprefix("Release ") not in tags)
+    if len(missing) != 1:
+        raise LookupError(f"{len(missing)} release commits without their tag")
+    return missing[0]
+
+
+def branch_with_new_tip(state: dict, rng: random.Random, **_: str) -> str:
+    """The one branch whose tip is a commit the seed did not make."""
+    found = sorted(b for b, c in state.get("branches", {}).items() if c.startswith("new:"))
+    if len(found) != 1:
+        raise LookupError(f"{len(found)} branches end in a commit the seed did not make")
+    return found[0]
+
+
+def seeded_branch(state: dict, rng: random.Random, **_: str) -> str:
+    """Any branch the seed made (the open-loop control's guess for a looked-up branch)."""
+    names = sorted(b for b in state.get("branches", {}) if SEEDED_BRANCH.match(b))
+    if not names:
+        raise LookupError("no seeded branch")
+    return rng.choice(names)
+
+
+def seeded_tag(state: dict, rng: random.Random, **_: str) -> str:
+    """Any release tag (the open-loop control's guess for a looked-up tag)."""
+    names = sorted(t for t in state.get("tags", {}) if SEEDED_TAG.match(t))
+    if not names:
+        raise LookupError("no seeded tag")
+    return rng.choice(names)

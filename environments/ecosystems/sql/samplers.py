@@ -17,6 +17,7 @@ import math
 import random
 import re
 from collections import Counter
+from collections.abc import Callable
 from datetime import date
 
 from faker import Faker
@@ -361,3 +362,125 @@ def customer_with_orders(content: dict, rng: random.Random, **_: str) -> str:
     ids = sorted({str(o["customer_id"]) for o in _rows(content, "orders")}, key=int)
     return _choose(rng, ids, "customer with orders")
 
+
+
+# ---- faults: where a planted defect shows (a repair tool's table and column) ------------
+
+def _one(found: set[str], what: str) -> str:
+    if len(found) != 1:
+        raise LookupError(f"{len(found)} {what}; a repair needs exactly one")
+    return found.pop()
+
+
+def _defects(content: dict, table: str, broken: Callable[[str], bool]) -> set[str]:
+    """The non-id columns of ``table`` with a value for which ``broken`` holds."""
+    rows = content.get("tables", {}).get(table) or []
+    return {c for r in rows for c, v in r.items()
+            if IDENT.match(c) and not _is_id(c) and v is not None and broken(v)}
+
+
+def _negative(value: str) -> bool:
+    number = _number(value)
+    return number is not None and number < 0
+
+
+def _padded(value: str) -> bool:
+    return _number(value) is None and value != value.strip()
+
+
+def negative_table(content: dict, rng: random.Random, **_: str) -> str:
+    """The one table with a negative amount."""
+    return _one({t for t in _base_tables(content) if _defects(content, t, _negative)},
+                "tables with negative amounts")
+
+
+def negative_column(content: dict, rng: random.Random, table: str = "", **_: str) -> str:
+    """The one column of ``table`` holding a negative amount."""
+    return _one(_defects(content, table, _negative), f"columns of {table} with negatives")
+
+
+def padded_table(content: dict, rng: random.Random, **_: str) -> str:
+    """The one table with text that has leading or trailing spaces."""
+    return _one({t for t in _base_tables(content) if _defects(content, t, _padded)},
+                "tables with padded text")
+
+
+def padded_column(content: dict, rng: random.Random, table: str = "", **_: str) -> str:
+    """The one column of ``table`` with text that has leading or trailing spaces."""
+    return _one(_defects(content, table, _padded), f"columns of {table} with padded text")
+
+
+def _repeated(rows: list[dict], key: str) -> list[dict]:
+    """The rows that repeat an earlier row in every column but the row's own id ``key``."""
+    seen: set[str] = set()
+    out = []
+    for r in sorted(rows, key=lambda r: int(r[key])):
+        body = repr(sorted((c, v) for c, v in r.items() if c != key))
+        if body in seen:
+            out.append(r)
+        seen.add(body)
+    return out
+
+
+def duplicated_table(content: dict, rng: random.Random, **_: str) -> str:
+    """The one table holding a row entered twice (equal but for its own id)."""
+    found = set()
+    for t in _base_tables(content):
+        rows = content["tables"][t]
+        key = _primary_key(t, rows, _columns(content, t))
+        if key and _repeated(rows, key):
+            found.add(t)
+    return _one(found, "tables with rows entered twice")
+
+
+def duplicate_key(content: dict, rng: random.Random, table: str = "", **_: str) -> str:
+    """The column that tells ``table``'s entries apart (its most distinct text column, an
+    e-mail address): the repeated rows share it, no two other rows do."""
+    rows = content["tables"][table]
+    key = _primary_key(table, rows, _columns(content, table))
+    repeated = {id(r) for r in _repeated(rows, key or "")}
+    kept = [r for r in rows if id(r) not in repeated]
+    unique = [c for c in _columns(content, table) if not _is_id(c)
+              and all(_number(r[c]) is None for r in rows)
+              and len({r[c] for r in kept}) == len(kept)]
+    best = [max(unique, key=lambda c: (len({r[c] for r in rows}), c))] if unique else []
+    return _choose(rng, best, f"column that tells the rows of {table} apart")
+
+
+def orphan_table(content: dict, rng: random.Random, **_: str) -> str:
+    """The one table with rows that point at a missing row of another table."""
+    return _one({t for t in _base_tables(content) if _orphan_columns(content, t)},
+                "tables with dangling references")
+
+
+def _orphan_columns(content: dict, table: str) -> set[str]:
+    """Columns ``<thing>_id`` of ``table`` with a value no row of ``<thing>s`` has."""
+    tables = content.get("tables", {})
+    found = set()
+    for c in _columns(content, table):
+        parent = c.removesuffix("_id") + "s"
+        if not c.endswith("_id") or parent == table or not tables.get(parent):
+            continue
+        have = {r.get(c) for r in tables[parent]}
+        if any(r.get(c) not in have for r in tables[table]):
+            found.add(c)
+    return found
+
+
+def orphan_column(content: dict, rng: random.Random, table: str = "", **_: str) -> str:
+    """The one column of ``table`` whose references point at missing rows."""
+    return _one(_orphan_columns(content, table), f"columns of {table} with dangling references")
+
+
+def total_table(content: dict, rng: random.Random, **_: str) -> str:
+    """``orders`` when an order's total differs from its lines plus shipping."""
+    tables = content.get("tables", {})
+    lines: dict[str, float] = {}
+    for item in tables.get("order_items") or []:
+        lines[item["order_id"]] = lines.get(item["order_id"], 0.0) + float(item["line_total"])
+    wrong = [o for o in tables.get("orders") or []
+             if abs(float(o["total"]) - float(o["shipping_cost"])
+                    - lines.get(o["order_id"], 0.0)) >= 0.005]
+    if not wrong:
+        raise LookupError("every order's total matches its lines plus shipping")
+    return "orders"
