@@ -4,7 +4,9 @@ the entry it breaks), its repair finds nothing to repair in a healthy workspace 
 lookup fails, or the sampler finds no defect), and its repair steps, run as a fix task's
 first steps, leave the state exactly as healthy as the seed made it."""
 
+import json
 import os
+import time
 
 import pytest
 
@@ -15,6 +17,7 @@ from flows.providers import close_run
 from schemas.graph import Candidate
 from tasks.execute import execute_graph
 from tasks.failures import StageFailure
+from tasks.harbor.identity import MANIFEST_PY
 from tasks.plan import plan_graph
 from tasks.realize import LiveEnvironment, probe, state_without
 
@@ -73,3 +76,39 @@ def test_an_injector_plants_its_defect_and_its_repair_removes_it(kind, name, fau
     assert broken[0].split("/", 1)[1] == trace.steps[-1].args[str(fixer.returns.from_param)]
     answer = eco.spec.answer_file
     assert _differing(state_without(repaired, answer), state_without(healthy, answer)) == []
+
+
+def _manifest(env: LiveEnvironment) -> dict:
+    """Every file and folder of the workspace with its mode, owner and content digest
+    (git's index and reflogs aside), as check-harbor compares a rebuilt image."""
+    sb = env.sandbox
+    done = sb.exec(["python3", "-c", MANIFEST_PY, sb.workdir])
+    assert done.exit_code == 0, done.stderr
+    return {path.removeprefix(sb.workdir): entry
+            for path, entry in json.loads(done.stdout).items()}
+
+
+@pytest.mark.parametrize(("kind", "name", "fault"),
+                         [c for c in CASES if c.values[1] == "git"])
+def test_a_planted_repository_is_the_same_on_every_realization(kind, name, fault):
+    """Git writes the time into the objects it makes: a plant that commits or tags must pin
+    its dates, or an exported image's repository differs from the factory's."""
+    eco = ecosystem(name)
+    seed = next((s for s in range(SEED, SEED + 40) if _makes_objects(eco, s, fault)), SEED)
+    candidate = Candidate(candidate_id=f"identity-{fault}", index=0, ecosystem=name,
+                          seed=seed, graph=plan_graph(eco, seed, fault=fault))
+    opener = sandbox_opener(eco, BACKENDS[kind], RUN, candidate)
+    with LiveEnvironment(eco, seed, opener, fault=fault) as env:
+        first = _manifest(env)
+    time.sleep(1.1)  # a second later: an unpinned date would now differ
+    with LiveEnvironment(eco, seed, opener, fault=fault) as env:
+        assert _manifest(env) == first
+
+
+def _makes_objects(eco, seed: int, fault: str) -> bool:
+    """The plant's commands for ``seed`` make a commit or an annotated tag."""
+    try:
+        script = eco.seed_state(seed, fault)[".seed/build.sh"].decode()
+    except LookupError:
+        return False
+    return "git commit" in script or " -a -m " in script

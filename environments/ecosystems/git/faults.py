@@ -49,11 +49,12 @@ def _append(files: Files, *commands: str) -> Files:
 
 def moved_release_tag(files: Files, seed: int) -> Files:
     """A release tag moved one commit back (re-tagged on the wrong commit), of the same
-    kind as before (annotated with its message, or lightweight)."""
+    kind as before (annotated with its message, or lightweight); a fixed tagger date keeps
+    the tag object, and so the rebuilt image, the same on every realization."""
     tags = _tags(files)
     tag = _pick(_rng("moved_release_tag", seed), list(tags), "release tag")
     annotate = f"-a -m {shlex.quote('Release ' + tag.removeprefix('v'))} " if tags[tag] else ""
-    return _append(files, f"git tag -f {annotate}{tag} {tag}^{{commit}}^ > /dev/null")
+    return _append(files, f"{WHEN} git tag -f {annotate}{tag} {tag}^{{commit}}^ > /dev/null")
 
 
 def deleted_release_tag(files: Files, seed: int) -> Files:
