@@ -222,7 +222,8 @@ def _changes(before: dict, after: dict) -> dict:
 
 
 def test_every_tool_has_a_case():
-    assert set(CASES) == {t.name for t in ECO.spec.tools}
+    # the repair tools run against their planted faults: tests/integration/test_fault_injectors.py
+    assert set(CASES) == {t.name for t in ECO.spec.tools if not t.repair}
 
 
 @pytest.mark.parametrize("tool", sorted(CASES))
