@@ -13,7 +13,7 @@ tests/fixtures/ecosystems, on each backend the ecosystem supports.
 Fixtures that are broken on purpose say so here: ``BROKEN_TOOLS`` lists each tool that
 must fail and how, ``SEED_FAILS`` the ecosystems whose seed fails for some seeds (that
 check is an expected failure), ``NEW_VALUE_SAMPLERS`` the samplers that invent a value (a
-new title, a commit message, an amount) instead of picking one from the state,
+new title, a commit message, an amount, a line count) instead of picking one from the state,
 ``DERIVED_SAMPLERS`` those that pick one in a derived form (lowercased, comma-joined).  One
 sandbox per ecosystem and backend (each seed realized from the snapshot of its empty
 workspace); the docker backend needs the engine and the base image.
@@ -61,7 +61,7 @@ which the base image lacks; on the local backend it runs where the host has jq. 
 backend has no pids limit (a documented gap), so nothing stops ``fork_bomb`` but its timeout
 or its own ``sleep 3; exit 1``, whichever comes first: measured, either happens."""
 NEW_VALUE_SAMPLERS = {
-    "files": {"json_value"},
+    "files": {"json_value", "line_count"},
     "sql": {"set_value", "insert_columns", "insert_values"},
     "git": {"tag_message", "note_line", "append_message", "remove_message"},
     "service": {"next_ticket_id", "new_title", "new_user_name", "new_user_email",
@@ -72,9 +72,11 @@ NEW_VALUE_SAMPLERS = {
 DERIVED_SAMPLERS: dict[str, dict[str, str]] = {
     "service": {"search_word": "lowercase"},
     "sql": {"join_columns": "comma_joined"},
+    "git": {"untagged_release": "release_tag"},
 }
 """Samplers whose value is drawn from their input in a derived form: ``lowercase`` (a
-word of the input, lowercased), ``comma_joined`` (names of the input joined by commas)."""
+word of the input, lowercased), ``comma_joined`` (names of the input joined by commas),
+``release_tag`` (``v<version>`` of a ``Release <version>`` subject of the input)."""
 
 
 def _drawn_from(value: str, text: str, form: str | None) -> bool:
@@ -83,6 +85,8 @@ def _drawn_from(value: str, text: str, form: str | None) -> bool:
         return value in text.lower()
     if form == "comma_joined":
         return all(part and part in text for part in value.split(","))
+    if form == "release_tag":
+        return f"Release {value.removeprefix('v')}" in text
     return value in text
 
 

@@ -436,7 +436,7 @@ def duplicated_table(content: dict, rng: random.Random, **_: str) -> str:
 def duplicate_key(content: dict, rng: random.Random, table: str = "", **_: str) -> str:
     """The column that tells ``table``'s entries apart (its most distinct text column, an
     e-mail address): the repeated rows share it, no two other rows do."""
-    rows = content["tables"][table]
+    rows = _rows(content, table)
     key = _primary_key(table, rows, _columns(content, table))
     repeated = {id(r) for r in _repeated(rows, key or "")}
     kept = [r for r in rows if id(r) not in repeated]
