@@ -37,6 +37,16 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share like 0.1, got {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {value}")
+    return value
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -94,7 +104,7 @@ def _settings(args: argparse.Namespace):
     return RunSettings(tasks=args.tasks or 20, seed=args.seed or 0, data=args.data,
                        backend=args.backend or "auto", ecosystems=refs,
                        workers=args.workers or 4, depth_weights=_depth_weights(args),
-                       kinds=_kinds(args),
+                       kinds=_kinds(args), off_scenario=_off_scenario(args),
                        max_repairs=0 if args.no_repair else max_repairs,
                        instruction_style=args.instruction_style or "goal",
                        require_observation=args.require_observation, strict=args.strict,
@@ -117,12 +127,18 @@ def _depth_weights(args: argparse.Namespace) -> dict[int, float]:
 
 
 def _kinds(args: argparse.Namespace) -> dict:
-    from tasks.plan import DEFAULT_KINDS, parse_kinds
+    from tasks.mix import DEFAULT_KINDS, parse_kinds
 
     try:
         return parse_kinds(args.kinds) if args.kinds else dict(DEFAULT_KINDS)
     except ValueError as exc:
         raise UsageError(f"--kinds: {exc}") from None
+
+
+def _off_scenario(args: argparse.Namespace) -> float:
+    from tasks.mix import OFF_SCENARIO_SHARE
+
+    return OFF_SCENARIO_SHARE if args.off_scenario is None else args.off_scenario
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -271,7 +287,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     eco = _ecosystem(args.ecosystem)
     try:
         weights = _depth_weights(args)
-        candidates, stats = plan_candidates(eco, args.n, args.seed, weights, _kinds(args))
+        candidates, stats = plan_candidates(eco, args.n, args.seed, weights, _kinds(args),
+                                            _off_scenario(args))
     except (PlanningError, UserCodeError) as exc:
         raise UsageError(str(exc)) from None
     report = diversity(eco, candidates, stats.duplicates_replanned, weights)
@@ -302,6 +319,7 @@ def _plan_parser(sub: argparse._SubParsersAction) -> None:
     plan.add_argument("--depth-weights", metavar="D:W,...")
     plan.add_argument("--max-depth", type=_positive)
     plan.add_argument("--kinds", metavar="KIND:W,...")
+    plan.add_argument("--off-scenario", type=_fraction, metavar="0..1")
     plan.add_argument("--format", choices=["text", "json"], default="text")
     plan.set_defaults(func=cmd_plan)
 
@@ -323,6 +341,9 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kinds", metavar="KIND:W,...",
                    help="relative weight per task kind: build (new artifacts) and fix (repair "
                         "a planted fault first); default build:2,fix:1")
+    p.add_argument("--off-scenario", type=_fraction, metavar="0..1",
+                   help="share of candidates planned outside the ecosystem's scenarios "
+                        "(default 0.1); the rest serve one scenario each and say why")
     p.add_argument("--max-repairs", type=int, choices=range(0, 11), metavar="0..10",
                    help="targeted repairs per candidate (default 2)")
     p.add_argument("--no-repair", action="store_true", help="turn repair off (= --max-repairs 0)")

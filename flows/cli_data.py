@@ -18,8 +18,8 @@ from pathlib import Path
 from flows.usage import UsageError
 
 OUTPUT_OPTIONS = ["tasks", "seed", "backend", "ecosystem", "depth_weights", "max_depth", "kinds",
-                  "max_repairs", "no_repair", "instruction_style", "require_observation",
-                  "strict"]
+                  "off_scenario", "max_repairs", "no_repair", "instruction_style",
+                  "require_observation", "strict"]
 """Run options that --resume takes from the recorded run instead."""
 
 

@@ -106,7 +106,7 @@ def plan_run(settings: RunSettings) -> tuple[PlannedCandidates, int]:
     duplicate fingerprints re-planned.  Planned one at a time and stored encoded: the plan
     never holds the candidates as objects."""
     streams = [iter_candidates(ecosystem(ref), settings.share(position), settings.seed,
-                               settings.depth_weights, settings.kinds)
+                               settings.depth_weights, settings.kinds, settings.off_scenario)
                for position, ref in enumerate(settings.ecosystems)]
     plan, replanned = PlannedCandidates(), 0
     order = (x for group in itertools.zip_longest(*streams) for x in group if x is not None)
@@ -122,7 +122,7 @@ _ahead: dict[str, tuple[PlannedCandidates, int]] = {}
 def _plan_key(settings: RunSettings) -> str:
     """What a plan depends on: the fields :func:`plan_run` reads."""
     return settings.model_dump_json(include={"tasks", "seed", "ecosystems", "depth_weights",
-                                             "kinds"})
+                                             "kinds", "off_scenario"})
 
 
 def plan_ahead(settings: RunSettings) -> None:
@@ -201,7 +201,7 @@ def _run_identity(settings: RunSettings, base: BackendConfig, run_id: str
     chash = config_hash(
         ecosystems={n: ecosystem(r).digest for n, r in refs.items()}, images=images,
         backend=base.type, seed=settings.seed, depth_weights=settings.depth_weights,
-        kinds=settings.kinds,
+        kinds=settings.kinds, off_scenario=settings.off_scenario,
         max_repairs=settings.max_repairs, instruction_style=settings.instruction_style, llm=llm,
         dedup=index.policy, require_observation=settings.require_observation,
         strict=settings.strict)

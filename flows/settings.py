@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from environments.ecosystems import builtin_names, load_ecosystem
 from schemas.graph import TaskKind
-from tasks.plan import DEFAULT_DEPTH_WEIGHTS, DEFAULT_KINDS
+from tasks.mix import DEFAULT_KINDS, OFF_SCENARIO_SHARE
+from tasks.plan import DEFAULT_DEPTH_WEIGHTS
 
 
 class Backend(StrEnum):
@@ -75,6 +76,10 @@ class RunSettings(BaseModel):
             "Relative weight of each task kind: build (new artifacts from a healthy state) and "
             "fix (repair a planted fault, then build on the repaired state); an ecosystem "
             "without fault injectors plans build tasks only."))
+    off_scenario: float = Field(OFF_SCENARIO_SHARE, ge=0, le=1, title="Off-Scenario Share",
+                                description=(
+        "Share of candidates planned outside the ecosystem's scenarios (over all its tools, "
+        "with no motivation line); the rest serve one scenario each."))
     shard_rows: int = Field(500, ge=1, le=1_000_000, description=(
         "Rows per table that trigger a shard commit (shards also commit at 16 MB of buffered "
         "data); changes the shard layout, not the rows."))

@@ -390,6 +390,24 @@ class Faults(_Strict):
         return _unique(injectors, "fault injector")
 
 
+class Scenario(_Strict):
+    """A named piece of work people do in the ecosystem (preparing a release, a monthly
+    sales report): a weighted recipe over its tools that gives a graph a purpose.
+
+    A graph planned in the scenario grows only with ``tools`` (tool name -> relative
+    weight; a fix task's repair steps come from its fault), and its instruction opens with
+    one of ``motivations``: one line saying why the work is done, in the goal's own terms
+    and never naming a command.  ``faults`` are the injectors whose fix tasks belong to
+    the scenario; ``weight`` is how often the planner draws it relative to the others."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    motivations: list[Annotated[str, Field(min_length=1, pattern=r"^[^\n]+$")]] = Field(
+        min_length=1)
+    tools: dict[str, Annotated[float, Field(gt=0)]] = Field(min_length=2)
+    faults: list[str] = Field(default_factory=list)
+    weight: float = Field(1.0, gt=0)
+
+
 class EcosystemSpec(_Strict):
     name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
     description: str
@@ -425,6 +443,34 @@ class EcosystemSpec(_Strict):
     :class:`Describer`); names unique among discoveries and tools."""
     faults: Faults | None = None
     """Fault injectors: the defects fix tasks start from (see :class:`FaultSpec`)."""
+    scenarios: list[Scenario] = Field(default_factory=list)
+    """The work the ecosystem's tasks are part of (see :class:`Scenario`); graphs outside
+    any scenario stay possible (the run's ``off_scenario`` share)."""
+
+    @model_validator(mode="after")
+    def _scenarios_use_known_parts(self) -> EcosystemSpec:
+        _unique(self.scenarios, "scenario")
+        faults = {f.name for f in self.faults.injectors} if self.faults else set()
+        tools = {t.name: t for t in self.tools}
+        for s in self.scenarios:
+            unknown = sorted(set(s.tools) - set(tools))
+            if unknown:
+                raise ValueError(f"scenario {s.name!r} names unknown tools {unknown}")
+            repairs = sorted(n for n in s.tools if tools[n].repair)
+            if repairs:
+                raise ValueError(f"scenario {s.name!r} names repair tools {repairs}; a fix "
+                                 "task takes them from its fault (list the fault under "
+                                 "'faults' instead)")
+            unknown = sorted(set(s.faults) - faults)
+            if unknown:
+                raise ValueError(f"scenario {s.name!r} names unknown fault injectors {unknown}")
+        return self
+
+    def scenario(self, name: str) -> Scenario:
+        for s in self.scenarios:
+            if s.name == name:
+                return s
+        raise KeyError(f"ecosystem {self.name!r} has no scenario {name!r}")
 
     @model_validator(mode="after")
     def _repairs_exist(self) -> EcosystemSpec:

@@ -73,6 +73,9 @@ class WorkflowGraph(BaseModel):
     fault: str | None = None
     """The fault injector whose defect the graph starts from (a fix task: its first steps
     are the injector's repair tools); None for a build task on the healthy seed."""
+    scenario: str | None = None
+    """The ecosystem scenario the graph was planned in (its tools come from the scenario's
+    recipe and its instruction carries the scenario's motivation); None outside any."""
 
     @property
     def kind(self) -> TaskKind:

@@ -16,12 +16,12 @@ from pydantic import BaseModel, ConfigDict
 from schemas.graph import TaskKind
 from schemas.verifier import GateResult
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """1: tasks, trajectories, attempts.  2: + provenance on every row, + steps and runs.
 3: + ``tasks.needs_observation`` and the gate's open-loop reward, + ``attempts.tools`` and
 ``attempts.graph_json``.  4: + the gate's vandal reward (``tasks.gate.vandal_reward``).
 5: + the gate's alternative reward.  6: + ``tasks.kind`` and ``tasks.fault``,
-``attempts.kind``."""
+``attempts.kind``.  7: + ``tasks.scenario`` and ``attempts.scenario``."""
 
 Supervision = Literal["masked", "full", "actobs"]
 ActionSpace = Literal["function", "terminal"]
@@ -112,6 +112,8 @@ class TaskRow(_Row):
     existed (all of them build tasks)."""
     fault: str | None = None
     """A fix task's fault injector: its environment is the seed with that defect planted."""
+    scenario: str | None = None
+    """The ecosystem scenario the task serves (its instruction says why); None outside any."""
     image: str
     backend: str
     gate: GateResult
@@ -204,6 +206,8 @@ class AttemptRow(_Row):
     """One line per repair applied: ``kind step_id reason: detail``."""
     kind: TaskKind | None = None
     """The candidate's kind (None in attempts of datasets before schema 6)."""
+    scenario: str | None = None
+    """The candidate's scenario (None outside any, and before schema 7)."""
     tools: list[str] | None = None
     """The tools of the candidate's graph as planned, in step order (NULL in attempts of
     datasets before schema 3); what ran is in ``repairs`` and the task's trace."""

@@ -1,6 +1,6 @@
 """Diversity of a planned batch: distinct structures, tool coverage, depths (and how many
-came out shallower than drawn), shapes and the share of multi-step graphs in which a step
-takes a value a read observed."""
+came out shallower than drawn), shapes, kinds and scenarios, and the share of multi-step
+graphs in which a step takes a value a read observed."""
 
 from __future__ import annotations
 
@@ -24,6 +24,10 @@ class DiversityReport(BaseModel):
     tool_uses: dict[str, int]
     depth_histogram: dict[int, int]
     shapes: dict[str, int]
+    kinds: dict[str, int] = {}
+    scenarios: dict[str, int] = {}
+    """Graphs per scenario of the ecosystem (every declared one, used or not) and, under
+    ``""``, outside any."""
     multi_step: int = 0
     """Graphs of two or more steps."""
     observed: int = 0
@@ -62,6 +66,9 @@ def diversity(eco: Ecosystem, candidates: list[Candidate], replanned: int,
         tool_uses={n: uses[n] for n in names},
         depth_histogram=dict(sorted(Counter(c.graph.depth for c in candidates).items())),
         shapes=dict(sorted(Counter(c.graph.shape for c in candidates).items())),
+        kinds=dict(sorted(Counter(c.graph.kind for c in candidates).items())),
+        scenarios={**{s.name: 0 for s in eco.spec.scenarios},
+                   **Counter(c.graph.scenario or "" for c in candidates)},
         multi_step=len(multi), observed=sum(consumes_observed(g, eco) for g in multi),
         shallower=len(short), shallower_ends=dict(ends.most_common()))
 
@@ -75,6 +82,8 @@ def format_report(r: DiversityReport) -> str:
         f"tool coverage: {r.tools_used}/{r.tools_total}"
         + (f" (unused: {', '.join(r.unused_tools)})" if r.unused_tools else ""),
         "shapes: " + ", ".join(f"{k} {v}" for k, v in r.shapes.items()),
+        "kinds: " + ", ".join(f"{k} {v}" for k, v in r.kinds.items()),
+        "scenarios: " + ", ".join(f"{k or '(none)'} {v}" for k, v in r.scenarios.items()),
         f"observed values: {r.observed} of {r.multi_step} multi-step graphs "
         f"({100 * r.observed_share:.1f}%) have a step that takes a value a read printed",
         f"shallower than drawn: {r.shallower} of {r.graphs} graphs"

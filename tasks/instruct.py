@@ -15,7 +15,9 @@ code span (:mod:`tasks.compose`).
 - **step** lists the same items as spec as ordered steps.
 
 A fix task's instruction opens with its fault's ``symptom``: the defect as a user reports
-it, never the fix (the repair step's own line states the goal).
+it, never the fix (the repair step's own line states the goal).  A graph planned in a
+scenario opens with one of the scenario's ``motivations`` (before the symptom): why the
+work is done.
 
 The wording varies with the candidate seed: the opener (drawn from pools that fit the
 items, and for spec the executed graph's structure), the item layout, the answer format
@@ -252,8 +254,14 @@ def render_instruction(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed:
         report_id, label = _pick(rng, PHRASES["report_labels"])
         report = label + eco.spec.fault(graph.fault).symptom.strip()
         report_id = "/" + report_id
-    text = _PAGE.render(report=report, opener=opener, lines=lines, paragraphs=paragraphs,
-                        closer=closer)
+    motivation, motivation_id = "", ""
+    if graph.scenario:
+        motivations = eco.spec.scenario(graph.scenario).motivations
+        i = rng.randrange(len(motivations))
+        motivation, motivation_id = motivations[i].strip(), f"/{graph.scenario}.m{i + 1}"
+    text = _PAGE.render(motivation=motivation, report=report, opener=opener, lines=lines,
+                        paragraphs=paragraphs, closer=closer)
     return Instruction(text=text.strip() + "\n", style=style,
-                       template_id=f"{style}/{layout_id}/{opener_id}/{closer_id}{report_id}",
+                       template_id=f"{style}/{layout_id}/{opener_id}/{closer_id}{report_id}"
+                                   f"{motivation_id}",
                        items=tuple(items))

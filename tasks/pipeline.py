@@ -135,7 +135,8 @@ def attempt_row(candidate: Candidate, graph: WorkflowGraph, *, ecosystem: str, b
     t = times or dict.fromkeys(PHASES, 0.0)
     return AttemptRow(
         candidate_id=candidate.candidate_id, run_id=run_id, index=candidate.index,
-        ecosystem=ecosystem, seed=candidate.seed, kind=candidate.graph.kind, shape=graph.shape,
+        ecosystem=ecosystem, seed=candidate.seed, kind=candidate.graph.kind,
+        scenario=candidate.graph.scenario, shape=graph.shape,
         depth=graph.depth,
         fingerprint=graph.fingerprint(), status=status, stage=stage, reason=reason,
         detail=detail[:500], task_id=task_id, backend=backend,

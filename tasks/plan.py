@@ -21,9 +21,9 @@ write that takes the looked-up value).  A graph uses each tool once, so branches
 from a value two different tools can take.  A shape that the ecosystem's tools cannot
 form falls back to a chain.  Duplicate fingerprints within a run are re-planned.
 
-A candidate is a ``build`` or a ``fix`` task, drawn with the run's kind weights
-(:data:`DEFAULT_KINDS`).  A fix graph starts from a fault injector's planted defect
-(``WorkflowGraph.fault``, the injectors the run used least first): its first steps are the
+A candidate's kind, fault and scenario are drawn first (:mod:`tasks.mix`).  A scenario
+limits the tools a graph grows with to its recipe and weighs them.  A fix graph starts
+from a fault injector's planted defect (``WorkflowGraph.fault``): its first steps are the
 injector's repair tools, whose sampled inputs find the defect at execution time, then a
 short chain builds on the repaired state.  Repair tools appear nowhere else.
 """
@@ -39,18 +39,25 @@ from dataclasses import dataclass, field
 
 from environments.ecosystems import Ecosystem
 from schemas.ecosystem import ToolSpec, type_satisfies
-from schemas.graph import TASK_KINDS, Binding, Candidate, Step, TaskKind, WorkflowGraph
+from schemas.graph import Binding, Candidate, Step, TaskKind, WorkflowGraph
+from tasks.mix import (
+    DEFAULT_KINDS,
+    OFF_SCENARIO_SHARE,
+    draw_fault,
+    draw_scenarios,
+    parse_weights,
+    plantable,
+)
 
-MAX_REPLANS = 25
+MAX_REPLANS = 40
+OUTSIDE_REPLANS = 15
+"""Re-plans of a candidate, out of :data:`MAX_REPLANS`, that leave its scenarios."""
 DEFAULT_DEPTH_WEIGHTS: dict[int, float] = {1: 1, 2: 2, 3: 3, 4: 3, 5: 2, 6: 2, 7: 1, 8: 1}
 SHAPE_WEIGHTS = {"chain": 4, "fan_out": 2, "fan_in": 2, "diamond": 2}
 LOOKUP_SHARE = 0.85
 """Chance that a graph starts with a lookup when one can start it."""
 FIX_DEPTH_WEIGHTS: dict[int, float] = {2: 1, 3: 2, 4: 3, 5: 3, 6: 2}
 """Depths of a fix graph: its repair steps, then a short chain on the repaired state."""
-DEFAULT_KINDS: dict[TaskKind, float] = {"build": 2, "fix": 1}
-"""Relative weight of each task kind; an ecosystem without fault injectors plans build
-tasks only."""
 
 
 class PlanningError(RuntimeError):
@@ -70,39 +77,15 @@ def candidate_seed(run_seed: int, index: int) -> int:
 
 def parse_depth_weights(text: str) -> dict[int, float]:
     """``"1:1,2:2,3:3"`` -> ``{1: 1.0, 2: 2.0, 3: 3.0}``; ValueError names what is wrong."""
-    weights: dict[int, float] = {}
-    for part in text.split(","):
-        depth, _, weight = part.partition(":")
-        try:
-            d, w = int(depth), float(weight)
-        except ValueError:
-            raise ValueError(f"expected depth:weight pairs like 1:1,2:3, got {part!r}") from None
-        if not 1 <= d <= 8 or w < 0:
-            raise ValueError(f"depth must be 1..8 and weight >= 0, got {part!r}")
-        weights[d] = w
-    if not any(weights.values()):
-        raise ValueError("at least one depth needs a positive weight")
-    return weights
-
-
-def parse_kinds(text: str) -> dict[TaskKind, float]:
-    """``"build:2,fix:1"`` -> ``{"build": 2.0, "fix": 1.0}``; ValueError names what is
-    wrong."""
-    weights: dict[TaskKind, float] = {}
-    for part in text.split(","):
-        kind, _, weight = part.partition(":")
-        try:
-            w = float(weight or 1)
-        except ValueError:
-            raise ValueError(f"expected kind:weight pairs like build:2,fix:1, got {part!r}"
-                             ) from None
-        if kind not in TASK_KINDS or w < 0:
-            raise ValueError(f"kinds are {', '.join(TASK_KINDS)} with weights >= 0, "
-                             f"got {part!r}")
-        weights[kind] = w  # type: ignore[index]  # checked against TASK_KINDS above
-    if not any(weights.values()):
-        raise ValueError("at least one kind needs a positive weight")
-    return weights
+    weights = parse_weights(text, "depth:weight pairs like 1:1,2:3")
+    try:
+        depths = {int(d): w for d, w in weights.items()}
+    except ValueError:
+        raise ValueError(f"expected depth:weight pairs like 1:1,2:3, got {text!r}") from None
+    wrong = [d for d in depths if not 1 <= d <= 8]
+    if wrong:
+        raise ValueError(f"depth must be 1..8, got {wrong[0]}")
+    return depths
 
 
 def in_place(tool: ToolSpec) -> bool:
@@ -140,12 +123,29 @@ class _Builder:
     changed: set[str] = field(default_factory=set)
     usage: Counter[str] = field(default_factory=Counter)
     """How often each tool was used by the run so far (biases choices toward coverage)."""
+    lookup: bool | None = None
+    """Whether the graph starts with a lookup where one can start; None: drawn."""
+    recipe: dict[str, float] | None = None
+    """The scenario's tools and their weights; None outside any scenario (every tool,
+    each weighing 1)."""
 
     @property
     def tools(self) -> list[ToolSpec]:
-        """The tools a graph may grow with: every tool but the faults' repair tools, which
-        only a fault's own repair steps use (:func:`_fix`)."""
-        return [t for t in self.eco.spec.tools if not t.repair]
+        """The tools a graph may grow with: the scenario's (every tool outside one), but
+        never the faults' repair tools, which only a fault's own repair steps use
+        (:func:`_fix`)."""
+        return [t for t in self.eco.spec.tools
+                if not t.repair and (self.recipe is None or t.name in self.recipe)]
+
+    def lookup_first(self) -> bool:
+        """Start with a lookup (when one can start): as the candidate drew it, or with
+        probability :data:`LOOKUP_SHARE`."""
+        return self.rng.random() < LOOKUP_SHARE if self.lookup is None else self.lookup
+
+    def weight(self, name: str) -> float:
+        """How likely tool ``name`` is picked among others that fit: its weight in the
+        scenario, less the more the run has used it."""
+        return (self.recipe or {}).get(name, 1.0) / (1 + self.usage[name])
 
     def choices(self, tool: ToolSpec, pname: str, taken: frozenset[str] = frozenset()
                 ) -> list[str]:
@@ -241,25 +241,31 @@ class _Builder:
         """Grow a chain of up to ``length`` steps after ``step_id``; returns the last step.
 
         Only the final step may be a plain read (and only when ``may_end_in_read``); a
-        lookup may come earlier, since a write can take its value next."""
+        lookup may come earlier, since a write can take its value next.  Where no write can
+        take the last output, a read ends the chain early (when one may end it)."""
         last = step_id
         for i in range(length):
             final = i == length - 1
             options = self.consumers(last, writes_only=not (final and may_end_in_read),
                                      fresh_only=fresh_only, lookups=not final)
+            if not options and may_end_in_read and not final:
+                options, final = self.consumers(last, writes_only=False,
+                                                fresh_only=fresh_only), True
             if not options:
                 break
             tool, pname = _pick_tool_first(self, options)
             last = self.add(tool, {pname: last})
+            if final:
+                break
         return last
 
 
 def _pick_tool_first(b: _Builder, options: list[tuple[ToolSpec, str]]
                      ) -> tuple[ToolSpec, str]:
-    """A tool first, favouring tools the run has used least; then one of its fitting
-    params (so a tool with two typed inputs is not twice as likely)."""
+    """A tool first, by :meth:`_Builder.weight`; then one of its fitting params (so a tool
+    with two typed inputs is not twice as likely)."""
     names = sorted({t.name for t, _ in options})
-    name = b.rng.choices(names, weights=[1 / (1 + b.usage[n]) for n in names])[0]
+    name = b.rng.choices(names, weights=[b.weight(n) for n in names])[0]
     return b.rng.choice([(t, p) for t, p in options if t.name == name])
 
 
@@ -274,7 +280,7 @@ def _starters(b: _Builder, writes_only: bool) -> list[ToolSpec]:
 def _pick_start(b: _Builder, tools: list[ToolSpec]) -> ToolSpec:
     """A first tool, a lookup with probability :data:`LOOKUP_SHARE` when there is one."""
     lookups = [t for t in tools if t.observes_value]
-    if lookups and b.rng.random() < LOOKUP_SHARE:
+    if lookups and b.lookup_first():
         tools = lookups
     return _pick_tool_first(b, [(t, "") for t in tools])[0]
 
@@ -291,7 +297,10 @@ def _joins(b: _Builder, related: bool) -> list[tuple[ToolSpec, list[str]]]:
 
 
 def _chain(b: _Builder, depth: int) -> None:
+    """A chain of up to ``depth`` steps from the state (none when no tool can start)."""
     starters = _starters(b, writes_only=depth > 1) or _starters(b, writes_only=False)
+    if not starters:
+        return
     tool = _pick_start(b, starters) if depth > 1 else _pick_tool_first(
         b, [(t, "") for t in starters])[0]
     first = b.add(tool, {})
@@ -310,7 +319,7 @@ def _branch_root(b: _Builder, spare: int) -> tuple[str, int] | None:
     has a ``spare`` level for it, the lookup and then one of its writes (so the branches
     build on an observed value), else a starter."""
     lookups = [t for t in _starters(b, writes_only=True) if t.observes_value] if spare else []
-    if lookups and b.rng.random() < LOOKUP_SHARE:
+    if lookups and b.lookup_first():
         looked = b.add(_pick_tool_first(b, [(t, "") for t in lookups])[0], {})
         options = [(t, p) for t, p in b.consumers(looked, writes_only=True, fresh_only=True)
                    if t.effect == "write" and len(b.takers(t, fresh_only=True)) >= 2]
@@ -435,84 +444,85 @@ def drawn_depth(seed: int, depth_weights: dict[int, float] | None = None,
 
 
 def plan_graph(eco: Ecosystem, seed: int, depth_weights: dict[int, float] | None = None,
-               usage: Counter[str] | None = None, fault: str | None = None) -> WorkflowGraph:
+               usage: Counter[str] | None = None, fault: str | None = None,
+               scenario: str | None = None, lookup: bool | None = None) -> WorkflowGraph:
     """One graph over the state seeded with ``seed``; depth drawn from ``depth_weights``.
     With ``fault``, a fix graph: that injector's repair steps, then a short chain
-    (:data:`FIX_DEPTH_WEIGHTS`).
+    (:data:`FIX_DEPTH_WEIGHTS`).  With ``scenario``, the graph grows with that scenario's
+    tools only, picked by their weights; where they cannot start from the seeded state, the
+    graph is planned outside the scenario.
 
-    ``usage`` (tool name -> uses so far in the run) makes rarely used tools likelier."""
+    ``usage`` (tool name -> uses so far in the run) makes rarely used tools likelier;
+    ``lookup`` says whether the graph starts with a lookup where one can (None: with
+    probability :data:`LOOKUP_SHARE`)."""
     rng = random.Random(seed)
     depth = _draw_depth(rng, depth_weights)
     shape = rng.choices(list(SHAPE_WEIGHTS), weights=list(SHAPE_WEIGHTS.values()))[0]
     state = {p: t for p in eco.state_paths(seed) if (t := eco.state_type(p))}
     usage = usage if usage is not None else Counter()
+    recipe = dict(eco.spec.scenario(scenario).tools) if scenario else None
+
+    def builder(salt: str) -> _Builder:
+        return _Builder(eco, random.Random(f"{seed}:{salt}"), state, usage=usage,
+                        lookup=lookup, recipe=recipe)
+
     if fault is not None:
-        b = _Builder(eco, random.Random(f"{seed}:fix:{fault}"), state, usage=usage)
+        b = builder(f"fix:{fault}")
         repair = eco.spec.fault(fault).repair
         _fix(b, repair, drawn_depth(seed, fix_steps=len(repair)))
-        return WorkflowGraph(ecosystem=eco.name, shape="chain", steps=b.steps, fault=fault)
+        return WorkflowGraph(ecosystem=eco.name, shape="chain", steps=b.steps, fault=fault,
+                             scenario=scenario)
     if shape in SHAPES:
-        b = _Builder(eco, random.Random(f"{seed}:{shape}"), state, usage=usage)
+        b = builder(shape)
         if SHAPES[shape](b, depth):
-            return WorkflowGraph(ecosystem=eco.name, shape=shape, steps=b.steps)
-    b = _Builder(eco, random.Random(f"{seed}:chain"), state, usage=usage)
-    if not _starters(b, writes_only=False):
-        raise PlanningError(f"no tool of {eco.name!r} can start from the seeded state")
+            return WorkflowGraph(ecosystem=eco.name, shape=shape, steps=b.steps,
+                                 scenario=scenario)
+    b = builder("chain")
     _chain(b, depth)
-    return WorkflowGraph(ecosystem=eco.name, shape="chain", steps=b.steps)
-
-
-def plantable(eco: Ecosystem, seed: int, fault: str) -> bool:
-    """The seed has a place for the fault's defect (its ``plant`` finds what it breaks)."""
-    try:
-        eco.seed_state(seed, fault)
-    except LookupError:
-        return False
-    return True
-
-
-def draw_fault(eco: Ecosystem, index: int, run_seed: int, kinds: dict[TaskKind, float],
-               faults_used: Counter[str]) -> str | None:
-    """The fault injector candidate ``index`` starts from, or None for a build task: a fix
-    task with the share ``kinds`` gives it (when the ecosystem has injectors), from the
-    injectors the run has used least."""
-    if eco.spec.faults is None or not kinds.get("fix"):
-        return None
-    rng = random.Random(f"taskfactory:kind:{run_seed}:{index}")
-    if rng.random() * sum(kinds.values()) >= kinds["fix"]:
-        return None
-    names = [f.name for f in eco.spec.faults.injectors]
-    fewest = min(faults_used[n] for n in names)
-    return rng.choice([n for n in names if faults_used[n] == fewest])
+    if not b.steps and scenario:
+        return plan_graph(eco, seed, depth_weights, usage, lookup=lookup)
+    if not b.steps:
+        raise PlanningError(f"no tool of {eco.name!r} can start from the seeded state")
+    return WorkflowGraph(ecosystem=eco.name, shape="chain", steps=b.steps, scenario=scenario)
 
 
 def iter_candidates(eco: Ecosystem, n: int, run_seed: int,
                     depth_weights: dict[int, float] | None = None,
-                    kinds: dict[TaskKind, float] | None = None
+                    kinds: dict[TaskKind, float] | None = None,
+                    off_scenario: float = OFF_SCENARIO_SHARE
                     ) -> Iterator[tuple[Candidate, int]]:
     """``n`` candidates with distinct fingerprints, one at a time, each with the number of
     duplicate fingerprints re-planned before it (bounded by :data:`MAX_REPLANS`); their
-    kinds drawn with the weights ``kinds`` (default :data:`DEFAULT_KINDS`).  A fix
-    candidate whose seed has no place for its fault's defect becomes a build candidate."""
+    kinds, faults and scenarios drawn as :mod:`tasks.mix` says.  A fix candidate whose seed
+    has no place for its fault's defect becomes a build candidate.  Re-plans go round the
+    scenarios that fit the candidate, and the last :data:`OUTSIDE_REPLANS` are planned
+    outside any (a scenario's graphs are fewer than the ecosystem's), where the graph may
+    start with a lookup or not whatever the candidate drew."""
     seen: set[str] = set()
     usage: Counter[str] = Counter()
     faults_used: Counter[str] = Counter()
+    scenarios_used: Counter[str] = Counter()
     for index in range(n):
         dupes = 0
         fault = draw_fault(eco, index, run_seed, kinds or DEFAULT_KINDS, faults_used)
-        if fault:
-            faults_used[fault] += 1
+        scenarios = draw_scenarios(eco, index, run_seed, fault, off_scenario, scenarios_used)
+        # drawn once, so that re-plans do not favour the commoner graphs without a lookup
+        lookup = random.Random(f"taskfactory:lookup:{run_seed}:{index}").random() < LOOKUP_SHARE
         for attempt in range(MAX_REPLANS):
             seed = candidate_seed(run_seed, index * 1000 + attempt)
-            graph = plan_graph(eco, seed, depth_weights, usage, fault)
+            inside = scenarios and attempt < MAX_REPLANS - OUTSIDE_REPLANS
+            scenario = scenarios[attempt % len(scenarios)] if inside else None
+            graph = plan_graph(eco, seed, depth_weights, usage, fault, scenario,
+                               lookup if inside or not scenarios else None)
             if graph.fingerprint() not in seen:
                 break
             dupes += 1
         if fault and not plantable(eco, seed, fault):  # no place for the defect: build
-            graph = plan_graph(eco, seed, depth_weights, usage)
-        fp = graph.fingerprint()
-        seen.add(fp)
+            graph = plan_graph(eco, seed, depth_weights, usage, None, graph.scenario, lookup)
+        seen.add(graph.fingerprint())
         usage.update(s.tool for s in graph.steps)
+        faults_used.update([graph.fault] if graph.fault else [])
+        scenarios_used.update([graph.scenario] if graph.scenario else [])
         cid = hashlib.sha256(f"{eco.digest}:{seed}:{graph.model_dump_json()}".encode())
         yield Candidate(candidate_id=cid.hexdigest()[:16], index=index, ecosystem=eco.name,
                         seed=seed, graph=graph), dupes
@@ -520,9 +530,10 @@ def iter_candidates(eco: Ecosystem, n: int, run_seed: int,
 
 def plan_candidates(eco: Ecosystem, n: int, run_seed: int,
                     depth_weights: dict[int, float] | None = None,
-                    kinds: dict[TaskKind, float] | None = None
+                    kinds: dict[TaskKind, float] | None = None,
+                    off_scenario: float = OFF_SCENARIO_SHARE
                     ) -> tuple[list[Candidate], PlanStats]:
     """:func:`iter_candidates` as a list, with the run's planning stats."""
-    planned = list(iter_candidates(eco, n, run_seed, depth_weights, kinds))
+    planned = list(iter_candidates(eco, n, run_seed, depth_weights, kinds, off_scenario))
     return [c for c, _ in planned], PlanStats(planned=len(planned),
                                               duplicates_replanned=sum(d for _, d in planned))

@@ -74,7 +74,8 @@ def config_hash(*, ecosystems: Mapping[str, str], images: Mapping[str, str | Non
                 backend: str, seed: int, depth_weights: Mapping[int, float], max_repairs: int,
                 instruction_style: str, llm: tuple[str | None, str | None], dedup: str,
                 require_observation: bool = False, strict: bool = False,
-                kinds: Mapping[TaskKind, float] | None = None) -> str:
+                kinds: Mapping[TaskKind, float] | None = None,
+                off_scenario: float | None = None) -> str:
     """The hash described in the module docstring; ``ecosystems`` maps name -> digest."""
     return _digest({
         "schema_version": SCHEMA_VERSION, "generator": generator_version(),
@@ -84,6 +85,7 @@ def config_hash(*, ecosystems: Mapping[str, str], images: Mapping[str, str | Non
         "max_repairs": max_repairs, "instruction_style": instruction_style,
         "require_observation": require_observation, "strict": strict,
         "kinds": {k: float(w) for k, w in sorted((kinds or {}).items())},
+        "off_scenario": off_scenario,
         "templates": template_hash(), "llm": list(llm),
         "dedup": dedup})
 

@@ -100,6 +100,21 @@ def faults(con: duckdb.DuckDBPyConnection) -> str:
         group by all order by all""")
 
 
+def scenarios(con: duckdb.DuckDBPyConnection) -> str:
+    return _section(con, "Scenarios, per ecosystem", f"""
+        select ecosystem, coalesce(scenario, '(none)') as scenario, count(*) as candidates,
+               count(*) filter (status = 'accepted') as accepted,
+               count(*) filter (status = 'accepted' and kind = 'fix') as "accepted fix",
+               round(100 * avg((status = 'accepted')::int), 1) as "yield %",
+               round(100 * count(*) filter (status = 'accepted') / sum(count(*) filter (
+                   status = 'accepted')) over (partition by ecosystem), 1)
+                   as "share of ecosystem's tasks %"
+        from {SETTLED_ATTEMPTS} where status <> 'errored' group by 1, 2 order by 1, 2""",
+        "A scenario is a piece of work the ecosystem declares (a release, a monthly report): "
+        "its tasks use its tools and their instructions say why the work is done.  "
+        "`(none)`: planned outside any scenario, or before scenarios existed.")
+
+
 def yield_by_stage(con: duckdb.DuckDBPyConnection) -> str:
     return _section(con, "Where candidates stop, per ecosystem and stage", f"""
         pivot (select ecosystem, stage from {SETTLED_ATTEMPTS} where status <> 'errored')
@@ -235,6 +250,7 @@ SECTIONS: list[Section] = [
     yield_by_ecosystem,
     kinds,
     faults,
+    scenarios,
     yield_by_stage,
     rejection_reasons,
     errored,

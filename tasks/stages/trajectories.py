@@ -62,7 +62,7 @@ def task_row(ctx: CandidateContext, task_id: str, digest: str) -> TaskRow:
         checks_json=json.dumps([c.model_dump() for c in ctx.checks]),
         graph_json=graph.model_dump_json(), trace_json=trace.model_dump_json(),
         env_digest=digest, initial_state_sha256=state_digest(ctx.before), kind=graph.kind,
-        fault=graph.fault, image=ctx.image,
+        fault=graph.fault, scenario=graph.scenario, image=ctx.image,
         backend=ctx.backend, gate=ctx.gate, needs_observation=ctx.gate.needs_observation,
         generator_version=ctx.generator_version,
         created_at=datetime.now(UTC))

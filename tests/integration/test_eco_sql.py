@@ -233,6 +233,12 @@ def test_every_tool_by_hand(shop):
     assert _same_rows(shop.state()["tables"][a["out"]],
                       [r for r in orders if int(r["customer_id"]) == int(top)])
 
+    # a lookup of a file: the incoming list with the most lines, which an import can take
+    incoming = {p: text for p, text in shop.state()["files"].items()
+                if p.startswith("incoming/") and p.endswith(".csv")}
+    longest = shop.run("longest_incoming_csv", shop.args("longest_incoming_csv"))
+    assert longest.strip() == min(incoming, key=lambda p: (-incoming[p].count("\n"), p))
+
     # the shop's own tables are untouched by all of this
     after = shop.state()
     assert {t: after["tables"][t] for t in tables} == tables

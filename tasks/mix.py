@@ -1,0 +1,94 @@
+"""The run's mix: what each candidate is before its graph is planned.
+
+Three draws, each deterministic in the run seed and the candidate's index:
+
+- its **kind** (``build`` or ``fix``) with the run's kind weights (:data:`DEFAULT_KINDS`);
+  an ecosystem without fault injectors plans build tasks only;
+- for a fix task, its **fault**: one of the ecosystem's injectors, those the run has used
+  least first;
+- its **scenario** (:class:`schemas.ecosystem.Scenario`): with the run's
+  ``off_scenario`` share (:data:`OFF_SCENARIO_SHARE`) none, else one of the ecosystem's
+  scenarios by weight, those the run has used least favoured (and the others that fit, to
+  try when its graphs are taken); a fix task's scenarios are those that list its fault
+  (none when no scenario does).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+from environments.ecosystems import Ecosystem
+from schemas.graph import TASK_KINDS, TaskKind
+
+DEFAULT_KINDS: dict[TaskKind, float] = {"build": 2, "fix": 1}
+"""Relative weight of each task kind."""
+OFF_SCENARIO_SHARE = 0.1
+"""Share of candidates planned outside any scenario (over every tool of the ecosystem)."""
+
+
+def parse_weights(text: str, expected: str) -> dict[str, float]:
+    """``"a:2,b:1"`` -> ``{"a": 2.0, "b": 1.0}`` (a bare key weighs 1); ValueError names
+    the part that is not a ``key:weight`` pair with a weight >= 0 (and what was
+    ``expected``), or says that no weight is positive."""
+    weights: dict[str, float] = {}
+    for part in text.split(","):
+        key, _, weight = part.partition(":")
+        try:
+            w = float(weight or 1)
+        except ValueError:
+            w = -1
+        if not key.strip() or w < 0:
+            raise ValueError(f"expected {expected} with weights >= 0, got {part!r}")
+        weights[key.strip()] = w
+    if not any(weights.values()):
+        raise ValueError("at least one weight must be positive")
+    return weights
+
+
+def parse_kinds(text: str) -> dict[TaskKind, float]:
+    """``"build:2,fix:1"`` -> ``{"build": 2.0, "fix": 1.0}``; ValueError names what is
+    wrong."""
+    weights = parse_weights(text, "kind:weight pairs like build:2,fix:1")
+    unknown = [k for k in weights if k not in TASK_KINDS]
+    if unknown:
+        raise ValueError(f"unknown kind {unknown[0]!r}; kinds are {', '.join(TASK_KINDS)}")
+    return weights  # type: ignore[return-value]  # keys checked against TASK_KINDS
+
+
+def plantable(eco: Ecosystem, seed: int, fault: str) -> bool:
+    """The seed has a place for the fault's defect (its ``plant`` finds what it breaks)."""
+    try:
+        eco.seed_state(seed, fault)
+    except LookupError:
+        return False
+    return True
+
+
+def draw_fault(eco: Ecosystem, index: int, run_seed: int, kinds: dict[TaskKind, float],
+               faults_used: Counter[str]) -> str | None:
+    """The fault injector candidate ``index`` starts from, or None for a build task."""
+    if eco.spec.faults is None or not kinds.get("fix"):
+        return None
+    rng = random.Random(f"taskfactory:kind:{run_seed}:{index}")
+    if rng.random() * sum(kinds.values()) >= kinds["fix"]:
+        return None
+    names = [f.name for f in eco.spec.faults.injectors]
+    fewest = min(faults_used[n] for n in names)
+    return rng.choice([n for n in names if faults_used[n] == fewest])
+
+
+def draw_scenarios(eco: Ecosystem, index: int, run_seed: int, fault: str | None,
+                   off_scenario: float, used: Counter[str]) -> list[str]:
+    """The scenarios candidate ``index`` may be planned in, in the order to try them: the
+    one drawn, then the others that fit it, least used first (a scenario whose graphs the
+    run already holds gives way to another); empty outside any scenario."""
+    rng = random.Random(f"taskfactory:scenario:{run_seed}:{index}")
+    if not eco.spec.scenarios or rng.random() < off_scenario:
+        return []
+    pool = [s for s in eco.spec.scenarios if fault is None or fault in s.faults]
+    if not pool:
+        return []
+    drawn = rng.choices(pool, weights=[s.weight / (1 + used[s.name]) for s in pool])[0]
+    rest = sorted((s for s in pool if s is not drawn), key=lambda s: used[s.name])
+    return [drawn.name, *(s.name for s in rest)]
