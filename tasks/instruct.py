@@ -145,14 +145,23 @@ def instruction_items(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, rng: r
         phrase = composer.phrase(i)
         text = phrase if goal else phrase + _observed_note(composer, steps.ups[i])
         if tool.effect == "write" and (not goal or i in steps.listed):
-            items.append(Item(composer.label(i), text, i, phrase=phrase,
-                              in_place=changes_in_place(tool), steps=composer.steps(i),
-                              own=_own(composer, i)))
+            target = composer.label(i)
+            items.append(Item(target, _without_target(target, text) if goal else text, i,
+                              phrase=phrase, in_place=changes_in_place(tool),
+                              steps=composer.steps(i), own=_own(composer, i)))
         elif tool.effect != "write" and i == len(trace.steps) - 1 and trace.answer is not None:
             fmt = answer_format(tool.returns.parser, rng)
             items.append(Item(f"`{eco.spec.answer_file}`", f"{text}, {fmt}", i, answer=True,
                               phrase=phrase, steps=composer.steps(i), own=_own(composer, i)))
     return items
+
+
+def _without_target(target: str, text: str) -> str:
+    """``text`` without ``target`` repeated at its start: an entry changed in place and
+    named by description reads "the deleted branch: back at ...", not "the deleted
+    branch: the deleted branch back at ..."."""
+    rest = text[len(target):].lstrip(" ,") if text.startswith(target) else ""
+    return rest or text
 
 
 def _observed_note(composer: Composer, ups: dict[str, int]) -> str:

@@ -6,6 +6,7 @@ solver would have to look it up, scores 0."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -102,7 +103,9 @@ def test_the_wrong_id_is_another_ticket_of_the_seeded_state(accepted):
     assert script is not None and script != row.solution_sh
     changed = [line for line in script.splitlines() if line not in row.solution_sh]
     assert changed, script
-    guessed = {t for t in state["tickets"] if any(f"/tickets/{t}/" in ln for ln in changed)}
+    # the ticket's route: /tickets/<id>, then a sub-route or the end of the URL
+    guessed = {t for t in state["tickets"]
+               if any(re.search(rf"/tickets/{t}(?![0-9])", ln) for ln in changed)}
     assert len(guessed) == 1 and ticket not in guessed, (ticket, changed)
 
 
