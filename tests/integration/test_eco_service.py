@@ -247,3 +247,25 @@ def test_disallowed_transition_fails_and_changes_nothing(live):
     done = sb.exec(["bash", "-c", render_command(ECO.spec.tool("set_status"), args)])
     assert done.exit_code != 0 and "409" in done.stderr
     assert _probe(sb) == before
+
+
+def test_a_container_the_server_answered_in_is_reused(config):
+    # the server lets its clients close first, so no connection on its port is left in
+    # TIME_WAIT, and the container's reset finds it clean (DockerConfig.reuse)
+    from environments.docker.images import ecosystem_image
+    from tasks.realize import realize
+
+    run_id = f"{RUN_ID}-reuse"
+    try:
+        provider = provider_for(ecosystem_image(ECO, config), run_id)
+        with provider.sandbox() as sb:
+            realize(sb, ECO, SEED)
+            done = sb.exec(["bash", "-c", "curl -sSf http://127.0.0.1:8080/teams >/dev/null && "
+                            "python3 -c 'import urllib.request as u; "
+                            "u.urlopen(\"http://127.0.0.1:8080/tickets/1\").read()'"])
+            assert done.exit_code == 0, done.stderr
+            first = sb.container_id
+        with provider.sandbox() as sb:
+            assert sb.container_id == first
+    finally:
+        close_run(run_id)
