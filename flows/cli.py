@@ -1,4 +1,5 @@
-"""The ``taskfactory`` command line: run, plan, query, stats, card, export, check-harbor, serve.
+"""The ``taskfactory`` command line: run, plan, query, stats, card, export, check-harbor,
+solve (:mod:`flows.cli_solve`), serve.
 
 ``repair`` and ``vacuum`` (:mod:`flows.cli_repair`) mend a dataset folder.
 
@@ -174,15 +175,10 @@ def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
         print(f"warning: {message}", file=sys.stderr)
 
     settings = settings.runnable_on(backend, left_out)
-    from flows.api_server import quiet_prefect, start_temporary_server
+    from flows.api_server import quiet_prefect, server_unless_configured
 
     quiet_prefect()
-    server = None
-    if not os.environ.get("PREFECT_API_URL"):
-        print("prefect: no PREFECT_API_URL set, starting a temporary local API server "
-              "(about 15 s; set PREFECT_API_URL to use a running server)", file=sys.stderr)
-
-        server = start_temporary_server()  # in its own session: Ctrl-C is ours to handle
+    server = server_unless_configured()
     from environments.ecosystems.usercode import UserCodeError
     from flows.api_server import ServerError
     from flows.factory import plan_ahead, run_factory
@@ -268,13 +264,14 @@ def cmd_export_sft(args: argparse.Namespace) -> int:
     from tasks.sft.export import Options, export_sft
 
     options = Options(args.format, args.supervision, args.action_space, args.arguments,
-                      args.reasoning_key, args.template_family, args.tokenizer)
+                      args.reasoning_key, args.template_family, args.tokenizer, args.source,
+                      args.where)
     try:
         n = export_sft(args.data, args.out, options)
     except ExportError as exc:
         raise UsageError(str(exc)) from None
     shape = f"{args.format} tokenized" if args.tokenizer else args.format
-    print(f"wrote {n} {args.action_space}/{args.supervision} trajectories as {shape} "
+    print(f"wrote {n} {args.action_space}/{args.supervision} {args.source} as {shape} "
           f"JSONL to {args.out}, with its trainer files beside it")
     return 0
 
@@ -418,13 +415,20 @@ def build_parser() -> argparse.ArgumentParser:
     sft.add_argument("--tokenizer", type=Path, metavar="DIR",
                      help="local tokenizer folder with a chat template: write input_ids, "
                           "attention_mask and labels (the supervision mask per token)")
+    sft.add_argument("--source", choices=["trajectories", "rollouts"], default="trajectories",
+                     help="rollouts: the successful, grounded attempts of `taskfactory solve`")
+    sft.add_argument("--where", help="condition on tasks and difficulty, e.g. "
+                                     "\"pass_at_k < 0.75\"")
     sft.add_argument("--out", type=Path, required=True, help="JSONL file to write")
     sft.add_argument("--data", type=Path, default=Path("data"))
     sft.set_defaults(func=cmd_export_sft)
     from flows.cli_harbor import add_check_parser, add_export_parser
     from flows.cli_repair import add_repair_parsers
+    from flows.cli_solve import add_preference_parser, add_solve_parser
 
     add_export_parser(targets)
+    add_preference_parser(targets)
+    add_solve_parser(sub)
     add_check_parser(sub)
     add_repair_parsers(sub)
     serve = sub.add_parser("serve", help="serve the flow on a cron schedule")

@@ -16,12 +16,12 @@ from pydantic import BaseModel, ConfigDict
 from schemas.graph import TaskKind
 from schemas.verifier import GateResult
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """1: tasks, trajectories, attempts.  2: + provenance on every row, + steps and runs.
 3: + ``tasks.needs_observation`` and the gate's open-loop reward, + ``attempts.tools`` and
 ``attempts.graph_json``.  4: + the gate's vandal reward (``tasks.gate.vandal_reward``).
 5: + the gate's alternative reward.  6: + ``tasks.kind`` and ``tasks.fault``,
-``attempts.kind``.  7: + ``tasks.scenario`` and ``attempts.scenario``."""
+``attempts.kind``.  7: + ``tasks.scenario`` and ``attempts.scenario``.  8: + ``rollouts``."""
 
 Supervision = Literal["masked", "full", "actobs"]
 ActionSpace = Literal["function", "terminal"]
@@ -38,6 +38,14 @@ description), ``draft`` (the template instruction),
 ``realize``, a realization's own failure in whichever stage realized, ``accepted`` (every
 stage passed) and ``dedup`` (a duplicate of a task the dataset holds)."""
 AttemptStatus = Literal["accepted", "rejected", "errored"]
+StopReason = Literal["solved", "gave_up", "turn_limit", "timeout", "malformed_call",
+                     "endpoint_error"]
+"""Why a rollout ended (``rollouts.stop_reason``): the agent finished and the verifier passed
+(``solved``), it finished and the verifier failed (``gave_up``), it used every turn
+(``turn_limit``) or the wall-clock limit (``timeout``), it called a tool that does not exist
+or with arguments that are not a JSON object of the tool's parameters (``malformed_call``),
+or the endpoint failed after its retries (``endpoint_error``).  The verifier scores every
+attempt, whatever stopped it."""
 LLM_SUFFIX = "+llm:"
 """Appended to a ``template_id``, with the model, when an LLM paraphrase was kept."""
 
@@ -181,6 +189,47 @@ class TrajectoryRow(_Row):
     created_at: datetime
 
 
+class RolloutRow(_Row):
+    """One attempt of an agent on a task, in a fresh sandbox from the task's initial state.
+
+    The conversation columns (``trajectory_id`` .. ``tools``) have the shape of
+    ``trajectories`` rows, so the SFT exports read either table.  ``(task_id, model,
+    attempt)`` is the row's identity: ``taskfactory solve`` never writes it twice."""
+
+    trajectory_id: str
+    """The rollout's id: a hash of task, model, action space and attempt index."""
+    task_id: str
+    run_id: str
+    messages: list[Message]
+    tools: str
+    supervision: Supervision = "masked"
+    action_space: ActionSpace
+    reward: float
+    n_turns: int
+    """Assistant messages."""
+    model: str
+    attempt: int
+    """0-based index of the attempt for this task and model."""
+    k: int
+    """Attempts per task the solve was asked for (pass@k's k)."""
+    ecosystem: str
+    kind: TaskKind | None
+    stop_reason: StopReason
+    detail: str
+    """What stopped the attempt, in a line (the malformed call, the endpoint's error)."""
+    checks_passed: int
+    checks_total: int
+    prompt_tokens: int
+    completion_tokens: int
+    llm_s: float
+    """Seconds waiting for the endpoint, retries included."""
+    total_s: float
+    unchecked_changes: list[str]
+    """Probed entries (``section/key``) where the final state differs from the reference's
+    and no check of the task looks: with reward 1, a possible reward hack."""
+    created_at: datetime
+
+
 class AttemptRow(_Row):
     """Every candidate, accepted or rejected, with the stage it reached and why.
 
@@ -274,4 +323,5 @@ TABLES: dict[str, type[_Row]] = {
     "steps": StepRow,
     "attempts": AttemptRow,
     "runs": RunRow,
+    "rollouts": RolloutRow,
 }

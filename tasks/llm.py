@@ -163,28 +163,62 @@ class LLMClient:
             with self._lock:
                 self.stats.cache_hits += 1
             return hit
-        with self._lock:
-            if time.monotonic() < self._open_until:
-                raise LLMUnavailable(f"llm {purpose}: circuit breaker open")
-            if self.stats.tokens_used >= cfg.token_budget:
-                raise LLMBudgetExceeded(
-                    f"llm {purpose}: {self.stats.tokens_used} of {cfg.token_budget} tokens used"
-                )
+        self._admit(purpose)
         try:
-            content = self._request(full, purpose)
+            content = self._content(self._request(full, purpose, {
+                "response_format": {"type": "json_object"}}), purpose)
             result = self._parse(content, schema, purpose)
         except LLMError:
             self._record_failure()
             raise
-        with self._lock:
-            self._consecutive_failures = 0
-            self._open_until = 0.0
+        self._record_success()
         self._cache_put(key, content)
         return result
 
+    def complete_chat(self, messages: list[dict], tools: list[dict], purpose: str,
+                      params: Mapping[str, Any] | None = None) -> ChatReply:
+        """One sampled chat turn with ``tools`` offered: the assistant message as the server
+        sent it, never cached (a sample is not a lookup).
+
+        Same order as :meth:`complete_json` minus the cache: breaker, budget, request with
+        retries (``LLMUnavailable`` when they run out, ``LLMError`` for other API errors),
+        then the reply (``LLMMalformed`` when it has no message).  ``params`` are extra
+        sampling parameters (``max_tokens``, ``top_p``, ...); ``temperature`` comes from the
+        config unless ``params`` names it."""
+        self._admit(purpose)
+        t0 = time.perf_counter()
+        try:
+            completion = self._request(messages, purpose, {"tools": tools, **(params or {})})
+            reply = _chat_reply(completion, purpose)
+        except LLMError as exc:
+            if isinstance(exc, LLMMalformed):
+                with self._lock:
+                    self.stats.malformed += 1
+            self._record_failure()
+            raise
+        self._record_success()
+        return reply.model_copy(update={"latency_s": time.perf_counter() - t0})
+
+    def _admit(self, purpose: str) -> None:
+        """LLMUnavailable while the breaker is open, LLMBudgetExceeded once the budget is
+        spent."""
+        with self._lock:
+            if time.monotonic() < self._open_until:
+                raise LLMUnavailable(f"llm {purpose}: circuit breaker open")
+            if self.stats.tokens_used >= self.config.token_budget:
+                raise LLMBudgetExceeded(f"llm {purpose}: {self.stats.tokens_used} of "
+                                        f"{self.config.token_budget} tokens used")
+
+    def _record_success(self) -> None:
+        with self._lock:
+            self._consecutive_failures = 0
+            self._open_until = 0.0
+
     # ---- one call with retries ------------------------------------------------------------
-    def _request(self, messages: list[dict], purpose: str) -> str:
+    def _request(self, messages: list[dict], purpose: str, extra: Mapping[str, Any]) -> Any:
+        """The completion, after retries; its usage counted toward the budget."""
         cfg = self.config
+        body = {"temperature": cfg.temperature, **extra}
 
         def attempt() -> Any:
             if self._before_request is not None:
@@ -192,9 +226,7 @@ class LLMClient:
             with self._lock:
                 self.stats.requests += 1
             return self._openai.chat.completions.create(
-                model=cfg.model, messages=messages, temperature=cfg.temperature,  # type: ignore[call-overload]
-                response_format={"type": "json_object"},
-            )
+                model=cfg.model, messages=messages, **body)  # type: ignore[call-overload,arg-type]
 
         def backoff(state: RetryCallState) -> float:
             # Same shape as tenacity's wait_exponential_jitter(initial=base, max=..., jitter=base)
@@ -220,17 +252,19 @@ class LLMClient:
         except openai.OpenAIError as e:  # 4xx other than 429, unparseable replies, ...
             raise LLMError(f"llm {purpose}: {type(e).__name__}: {e}") from e
 
-        try:
-            content = completion.choices[0].message.content
-        except (AttributeError, IndexError, TypeError):  # no choices, or not a completion at all
-            content = None
         usage = getattr(completion, "usage", None)
         tokens = getattr(usage, "total_tokens", None) if usage is not None else None
         if tokens is None:  # server omitted usage: estimate ~4 characters per token
-            chars = sum(len(str(m.get("content", ""))) for m in messages) + len(content or "")
+            chars = sum(len(str(m.get("content", ""))) for m in messages) + len(
+                str(_message(completion) or ""))
             tokens = max(1, chars // 4)
         with self._lock:
             self.stats.tokens_used += int(tokens)
+        return completion
+
+    def _content(self, completion: Any, purpose: str) -> str:
+        message = _message(completion)
+        content = getattr(message, "content", None)
         if content is None:
             with self._lock:
                 self.stats.malformed += 1
@@ -296,3 +330,42 @@ class LLMClient:
                 raise
         except OSError as e:  # a cache that cannot be written is not an LLM failure
             log.warning("llm cache write to %s failed: %s", path, e)
+
+
+class ChatReply(BaseModel):
+    """One assistant turn of :meth:`LLMClient.complete_chat`.  ``tool_calls`` keep what the
+    server sent (``id``, ``name``, ``arguments`` as a string, possibly not JSON: judging the
+    call is the caller's job)."""
+
+    content: str | None
+    tool_calls: list[dict[str, str]]
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str | None
+    latency_s: float = 0.0
+    """Seconds from the first request to the reply, retries and back-off included."""
+
+
+def _message(completion: Any) -> Any:
+    """The first choice's message, or None (no choices, or not a completion at all)."""
+    try:
+        return completion.choices[0].message
+    except (AttributeError, IndexError, TypeError):
+        return None
+
+
+def _chat_reply(completion: Any, purpose: str) -> ChatReply:
+    message = _message(completion)
+    if message is None:
+        raise LLMMalformed(f"llm {purpose}: reply has no message")
+    calls = []
+    for call in getattr(message, "tool_calls", None) or []:
+        function = getattr(call, "function", None)
+        calls.append({"id": str(getattr(call, "id", "") or ""),
+                      "name": str(getattr(function, "name", "") or ""),
+                      "arguments": str(getattr(function, "arguments", "") or "")})
+    usage = getattr(completion, "usage", None)
+    return ChatReply(content=message.content, tool_calls=calls,
+                     prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+                     completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+                     finish_reason=completion.choices[0].finish_reason)

@@ -10,6 +10,7 @@ the README last; the caller holds the dataset lock.
 from __future__ import annotations
 
 import io
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +22,20 @@ from tasks.dataset.stats import md_table, report
 
 PLOTS = "plots"
 _YAML_TABLE_ORDER = ["trajectories", *[t for t in TABLES if t != "trajectories"]]
+WHEN_FILLED = {"rollouts"}
+"""Tables a config is listed for only once they hold rows (``taskfactory solve`` writes
+them; a config whose files do not exist fails to load)."""
 
 
-def front_matter() -> str:
+def front_matter(filled: Collection[str] = ()) -> str:
+    """The YAML block; ``filled``: the tables that hold rows."""
     lines = ["---", "pretty_name: taskfactory tasks and trajectories",
              "task_categories: [text-generation]",
              "tags: [agent, tool-calling, terminal, synthetic, execution-verified]",
              "configs:"]
     for table in _YAML_TABLE_ORDER:
+        if table in WHEN_FILLED and table not in filled:
+            continue
         lines.append(f"- config_name: {table}")
         if table == "trajectories":
             lines.append("  default: true")
@@ -97,7 +104,7 @@ def card(con: duckdb.DuckDBPyConnection, plot_names: list[str], report_md: str) 
         from attempts where provenance is not null group by 1 order by 1""").fetchall()
     images = "\n".join(f"![{n}]({PLOTS}/{n})" for n in plot_names)
     return "\n\n".join([
-        front_matter(),
+        front_matter({t for t, n in counts if n}),
         "# taskfactory dataset",
         "Executable agent tasks, each verified by running it (the verifier fails on the "
         "untouched environment and passes after the reference solution), and SFT "

@@ -89,11 +89,13 @@ class Dataset:
             con.close()
 
     def task_rows(self, where: str | None = None) -> list[TaskRow]:
-        """The accepted tasks matching the user condition ``where`` (SQL on ``tasks``), one
-        per task id, by ecosystem and id.  QueryError when ``where`` is refused or fails;
+        """The accepted tasks matching the user condition ``where`` (SQL on ``tasks`` joined
+        with the ``difficulty`` view, so ``pass_at_k < 0.75`` works), one per task id, by
+        ecosystem and id.  QueryError when ``where`` is refused or fails;
         DatasetError for a task that lacks fields (written by an older taskfactory)."""
         columns = ", ".join(f'"{f}"' for f in TaskRow.model_fields)
-        sql = (f"select {columns} from tasks" + (f" where {where}" if where else "")
+        source = "tasks left join difficulty using (task_id)" if where else "tasks"
+        sql = (f"select {columns} from {source}" + (f" where {where}" if where else "")
                + " order by ecosystem, task_id")
         with contextlib.closing(self.connect()) as con:
             try:

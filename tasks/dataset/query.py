@@ -23,6 +23,7 @@ from schemas.arrow import arrow_schema
 from schemas.records import TABLES
 from tasks.dataset.checksums import note_excluded, problems
 from tasks.dataset.commits import accounting_problem
+from tasks.dataset.difficulty import VIEW_SQL as DIFFICULTY_VIEW
 from tasks.dataset.manifest import REPAIR_HINT, DatasetError, load_manifest
 
 Warn = Callable[[str], object]
@@ -51,7 +52,8 @@ def connect(data_dir: Path, warn: Warn = warn_on_stderr,
 
     Shards not listed are never read; when they are more than a killed writer's last
     commit (no manifest, or an older one) a ``warn`` line names the repair command and
-    the folder is recorded as excluded.  A listed shard that is missing, has the wrong size
+    the folder is recorded as excluded.  Besides the tables, the ``difficulty`` view
+    (:mod:`tasks.dataset.difficulty`).  A listed shard that is missing, has the wrong size
     or the wrong sha256 is left out, with one ``warn`` line naming its path and the repair
     command, and recorded (:func:`tasks.dataset.checksums.take_excluded`); the views answer from
     the intact shards.  Every view has the current schema's columns: shards of older
@@ -86,6 +88,7 @@ def connect(data_dir: Path, warn: Warn = warn_on_stderr,
                         f"union_by_name = true) UNION ALL BY NAME SELECT * FROM _empty_{table}")
         else:
             con.execute(f"CREATE VIEW {table} AS SELECT * FROM _empty_{table}")
+    con.execute(DIFFICULTY_VIEW)
     con.execute("SET lock_configuration = true")
     return con
 

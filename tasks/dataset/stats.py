@@ -17,6 +17,7 @@ import duckdb
 
 from tasks.dataset.runs import SETTLED_ATTEMPTS
 from tasks.dataset.stats_compositions import COLUMNS, NOTE, composition_rows
+from tasks.dataset.stats_rollouts import DIFFICULTY, REWARD_HACKS, STOP_REASONS
 
 Section = Callable[[duckdb.DuckDBPyConnection], str]
 
@@ -238,6 +239,21 @@ def depth_histogram(con: duckdb.DuckDBPyConnection) -> str:
         group by depth order by depth""")
 
 
+def stop_reasons(con: duckdb.DuckDBPyConnection) -> str:
+    return _section(con, *STOP_REASONS)
+
+
+def difficulty_histogram(con: duckdb.DuckDBPyConnection) -> str:
+    """(none) without rollouts: DuckDB cannot pivot on an empty column."""
+    if not (con.execute("select count(*) from difficulty").fetchone() or (0,))[0]:
+        return f"## {DIFFICULTY[0]}\n\n(none)"
+    return _section(con, *DIFFICULTY)
+
+
+def reward_hacks(con: duckdb.DuckDBPyConnection) -> str:
+    return _section(con, *REWARD_HACKS)
+
+
 def instruction_diversity(con: duckdb.DuckDBPyConnection) -> str:
     from tasks.dataset.stats_instructions import format_instruction_stats, instruction_stats
 
@@ -262,6 +278,9 @@ SECTIONS: list[Section] = [
     compositions,
     depth_histogram,
     instruction_diversity,
+    stop_reasons,
+    difficulty_histogram,
+    reward_hacks,
 ]
 
 

@@ -18,11 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from environments.docker.config import DockerConfig
-from environments.docker.images import ecosystem_image
-from environments.registry import make_provider
 from tasks.harbor.container import TaskContainer
-from tasks.harbor.environment import base_image
 from tasks.harbor.source import ExportTask
 from tasks.realize import LiveEnvironment, probe, state_digest
 from tasks.validate import first_difference
@@ -90,20 +86,15 @@ def exported_state(box: TaskContainer, task: ExportTask, user: str,
 
 def factory_state(task: ExportTask, run: str) -> tuple[dict, dict]:
     """(probe state, manifest) of a fresh factory realization of the task's environment."""
-    additions = task.trace.environment
-    config = ecosystem_image(task.eco, DockerConfig(image=base_image(task.row)),
-                             tuple(additions.packages))
-    provider = make_provider(config, run)
-    try:
-        with LiveEnvironment(task.eco, task.row.seed, lambda _packages: provider.sandbox(),
-                             additions, task.row.fault) as env:
-            listing = env.sandbox.exec(["bash", "-c", _manifest_command()], timeout=120)
-            if listing.exit_code != 0:
-                raise RuntimeError(f"manifest failed: {listing.stderr.strip()[-300:]}")
-            return probe(env.sandbox, task.eco), json.loads(listing.stdout)
-    finally:
-        provider.close()
-        provider.reap(run)
+    from tasks.rebuild import fresh_environments
+
+    with fresh_environments(task, run) as open_sandbox, LiveEnvironment(
+            task.eco, task.row.seed, open_sandbox, task.trace.environment,
+            task.row.fault) as env:
+        listing = env.sandbox.exec(["bash", "-c", _manifest_command()], timeout=120)
+        if listing.exit_code != 0:
+            raise RuntimeError(f"manifest failed: {listing.stderr.strip()[-300:]}")
+        return probe(env.sandbox, task.eco), json.loads(listing.stdout)
 
 
 def compare(task: ExportTask, exported: tuple[dict, dict], factory: tuple[dict, dict]) -> Identity:

@@ -12,7 +12,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -40,9 +40,17 @@ class Options:
     reasoning_key: str | None = None
     template_family: str | None = None
     tokenizer: Path | None = None
+    source: str = "trajectories"
+    """``trajectories`` (rendered from reference traces) or ``rollouts`` (the successful,
+    grounded attempts of ``taskfactory solve``)."""
+    where: str | None = None
+    """A condition on ``tasks`` joined with ``difficulty`` (e.g. ``pass_at_k < 0.75``)."""
 
 
 def _refusal(o: Options) -> str | None:
+    if o.source == "rollouts" and o.supervision != "masked":
+        return ("--source rollouts: attempts carry no reasoning and train their calls and "
+                "answer only; use --supervision masked")
     if o.fmt == "openai" and o.supervision == "actobs":
         return ("--supervision actobs trains tool observations, which OpenAI fine-tuning "
                 "cannot (it trains assistant messages only); use --format hf")
@@ -165,10 +173,11 @@ def export_sft(data: Path, out: Path, options: Options,
     try:
         count = _write_rows(dataset, out, o, tok, staged)
         if count == 0:
-            raise ExportError(f"no {o.action_space} trajectories with supervision "
-                              f"{o.supervision} in {data}; check `taskfactory query \"select "
-                              "action_space, supervision, count(*) from trajectories group "
-                              "by all\"`")
+            raise ExportError(f"no {o.action_space} {o.source} with supervision "
+                              f"{o.supervision} in {data}"
+                              + (f" matching --where {o.where}" if o.where else "")
+                              + f"; check `taskfactory query \"select action_space, "
+                              f"supervision, count(*) from {o.source} group by all\"`")
         e = Export(out, o.fmt, o.supervision, o.reasoning_key or "", tok is not None,
                    FAMILIES[o.template_family].llamafactory if o.template_family else None,
                    getattr(tok, "name_or_path", None))
@@ -189,9 +198,7 @@ def _write_rows(dataset: Dataset, out: Path, o: Options, tok: Any, staged: _Stag
             handles.append(stack.enter_context(
                 staged.open(out.with_name(f"{out.stem}.meta.jsonl"))))
         count = 0
-        for row in dataset.rows(f"select {', '.join(COLUMNS)} from trajectories where "
-                                "supervision = ? and action_space = ? order by task_id",
-                                [o.supervision, o.action_space]):
+        for row in _source_rows(dataset, o):
             lines = [_record(row, o, tok), {"row": count, **meta(row)}]
             for handle, line in zip(handles, lines, strict=False):
                 handle.write(json.dumps(line, ensure_ascii=False) + "\n")
@@ -200,3 +207,44 @@ def _write_rows(dataset: Dataset, out: Path, o: Options, tok: Any, staged: _Stag
             handle.flush()
             os.fsync(handle.fileno())
     return count
+
+
+def task_filter(dataset: Dataset, where: str | None) -> tuple[str, list]:
+    """SQL (`` and task_id in (...)``) keeping the tasks that match ``where`` on ``tasks``
+    joined with ``difficulty``; ExportError when DuckDB refuses it."""
+    if not where:
+        return "", []
+    sql = f"select task_id from tasks left join difficulty using (task_id) where {where}"
+    import duckdb
+
+    from tasks.dataset.query import ReadOnlyError, check_read_only
+
+    con = dataset.connect()
+    try:
+        check_read_only(con, sql)
+        con.execute(f"select count(*) from ({sql})")
+    except (duckdb.Error, ReadOnlyError) as exc:
+        raise ExportError(f"--where: {str(exc).splitlines()[0]}; it is a condition on the "
+                          "columns of tasks and difficulty") from None
+    finally:
+        con.close()
+    return f" and task_id in ({sql})", []
+
+
+def _source_rows(dataset: Dataset, o: Options) -> Iterator[tuple]:
+    """The rows to export, as :data:`COLUMNS` tuples: trajectories of the mode and space,
+    or the successful rollouts of the space that pass the grounding check."""
+    where, params = task_filter(dataset, o.where)
+    if o.source == "trajectories":
+        yield from dataset.rows(f"select {', '.join(COLUMNS)} from trajectories where "
+                                f"supervision = ? and action_space = ?{where} order by task_id",
+                                [o.supervision, o.action_space, *params])
+        return
+    from tasks.sft.rollout_rows import ungrounded
+
+    for row in dataset.rows(f"select {', '.join(COLUMNS)} from rollouts where reward = 1 and "
+                            f"action_space = ?{where} order by task_id, model, attempt",
+                            [o.action_space, *params]):
+        record = dict(zip(COLUMNS, row, strict=True))
+        if ungrounded(record["messages"], json.loads(record["tools"]), o.action_space) is None:
+            yield row

@@ -9,7 +9,9 @@ thread.  Tests enqueue behaviours, consumed one per request, in order::
 
 When the queue is empty the ``default`` behaviour answers (an ``ok("{}")`` unless given).
 ``reply(fn)`` answers with ``fn(request_body)`` (a dict is JSON-encoded), for replies that
-depend on the prompt, such as a paraphrase of the instruction it carries.
+depend on the prompt, such as a paraphrase of the instruction it carries; ``turn(fn)``
+answers with the whole assistant message ``fn(request_body)`` returns (``content`` and/or
+``tool_calls``), for an agent that calls tools.
 Every request body (parsed JSON) is recorded in :attr:`OpenAIServer.requests`, so a test can
 count HTTP calls and inspect prompts.  A ``sleep`` behaviour waits on a stop event, so a
 sleeping request never holds up :meth:`OpenAIServer.stop`.
@@ -49,6 +51,7 @@ class Behaviour:
     code: int = 200
     delay_s: float = 0.0
     compute: Callable[[dict[str, Any]], Any] | None = None  # content from the request body
+    message: Callable[[dict[str, Any]], dict[str, Any]] | None = None  # the whole message
 
 
 def _content_text(content: Any) -> str:
@@ -84,6 +87,11 @@ class OpenAIServer:
     def reply(self, fn: Callable[[dict[str, Any]], Any]) -> OpenAIServer:
         """Answer 200 with ``fn(request_body)`` (a dict/list is JSON-encoded)."""
         return self.enqueue(Behaviour(compute=fn))
+
+    def turn(self, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> OpenAIServer:
+        """Answer 200 with the assistant message ``fn(request_body)`` (``content``,
+        ``tool_calls``); as a ``default``, every request without a queued behaviour."""
+        return self.enqueue(Behaviour(message=fn))
 
     def malformed(self, content: str = "not json {") -> OpenAIServer:
         """A well-formed 200 envelope whose message content is not valid JSON."""
@@ -182,8 +190,13 @@ class _Handler(BaseHTTPRequestHandler):
         if b.kind == "status":
             self._send(b.code, _error(b.code, b.content))
             return
+        message: dict[str, Any] = {"role": "assistant", "content": b.content}
         if b.compute is not None:
             b = Behaviour(content=_content_text(b.compute(body)), total_tokens=b.total_tokens)
+            message["content"] = b.content
+        if b.message is not None:
+            message = {"role": "assistant", "content": None, **b.message(body)}
+            b = Behaviour(content=json.dumps(message), total_tokens=b.total_tokens)
         prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
         payload: dict[str, Any] = {
             "id": f"chatcmpl-test{len(self.owner.requests)}",
@@ -193,8 +206,8 @@ class _Handler(BaseHTTPRequestHandler):
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": b.content},
-                    "finish_reason": "stop",
+                    "message": message,
+                    "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
                     "logprobs": None,
                 }
             ],

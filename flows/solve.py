@@ -1,0 +1,159 @@
+"""The solve flow: k attempts of the built-in agent per task, written to ``rollouts``.
+
+Wiring only.  The tasks of ``--data`` matching ``--where`` are read once; every
+(task, attempt index) the dataset's ``rollouts`` do not hold for the model is one Prefect
+task run (:func:`solve_attempt`), ``workers`` at a time on a thread pool; each row is
+committed through the dataset's shard writer as soon as its attempt ends, under the
+dataset's writer lock, so a killed solve loses only the attempts in flight and a second
+solve with the same ``--k`` adds exactly those.  The endpoint is called through the
+project's client (:class:`tasks.llm.LLMClient`: retries, breaker, token budget; no cache)
+and every request waits for the server-wide ``llm`` limit when one exists
+(:func:`flows.limits.llm_request`).  An attempt that the infrastructure fails (the engine,
+a sandbox) is not written: a later solve runs it again.
+
+Annotations are real objects (no postponed strings): Prefect validates a served flow's
+parameters against them.
+"""
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Literal
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from prefect.futures import PrefectFuture, as_completed
+from prefect.runtime import flow_run
+from prefect.task_runners import ThreadPoolTaskRunner
+from pydantic import BaseModel, ConfigDict, Field
+
+from environments.sandbox import SandboxError
+from flows.limits import llm_request
+from schemas.records import RolloutRow
+from tasks.agent_loop import Limits
+from tasks.dataset import Dataset
+from tasks.dataset.provenance import RunIdentity, new_run_id
+from tasks.dataset.writer import ShardWriter
+from tasks.failures import StageFailure
+from tasks.harbor.source import ExportTask, selected_tasks
+from tasks.llm import LLMClient, LLMConfig
+from tasks.rebuild import fresh_environments
+from tasks.rollouts import run_attempt
+
+API_KEY_VARIABLES = ("TASKFACTORY_LLM_API_KEY", "OPENAI_API_KEY")
+
+
+class SolveSettings(BaseModel):
+    """What one ``taskfactory solve`` does; the API key is read from the environment, never
+    stored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    data: Path
+    where: str | None = None
+    k: int = Field(4, ge=1)
+    base_url: str
+    model: str
+    action_space: Literal["terminal", "function"] = "terminal"
+    max_turns: int = Field(30, ge=1)
+    command_timeout_s: float = Field(60.0, gt=0)
+    wall_s: float = Field(600.0, gt=0)
+    temperature: float = 1.0
+    max_tokens: int | None = Field(None, ge=1)
+    token_budget: int = Field(5_000_000, ge=1)
+    workers: int = Field(4, ge=1)
+    ecosystem_dirs: list[Path] = []
+
+    @property
+    def sampling(self) -> dict:
+        """Sampling parameters sent with every request (recorded in provenance)."""
+        params: dict = {"temperature": self.temperature}
+        if self.max_tokens is not None:
+            params["max_tokens"] = self.max_tokens
+        return params
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(self.max_turns, self.command_timeout_s, self.wall_s)
+
+
+class SolveSummary(BaseModel):
+    run_id: str
+    tasks: int
+    held: int
+    """Attempts the dataset already held: not run again."""
+    written: int
+    errored: int
+    """Attempts the infrastructure failed: not written, run again by the next solve."""
+
+
+def held_attempts(dataset: Dataset, model: str) -> set[tuple[str, int]]:
+    """(task_id, attempt) of the model's rollouts the dataset holds."""
+    return {(t, int(a)) for t, a in dataset.rows(
+        "select task_id, attempt from rollouts where model = ?", [model])}
+
+
+def _config_hash(settings: SolveSettings) -> str:
+    """What changes a rollout: model, endpoint, action space, limits, sampling."""
+    relevant = settings.model_dump(mode="json", exclude={"data", "where", "workers", "k",
+                                                         "ecosystem_dirs"})
+    return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _client(settings: SolveSettings) -> LLMClient:
+    key = next((os.environ[v] for v in API_KEY_VARIABLES if os.environ.get(v)), "none")
+    config = LLMConfig(base_url=settings.base_url, model=settings.model, api_key=key,
+                       token_budget=settings.token_budget, temperature=settings.temperature,
+                       timeout_s=max(30.0, settings.command_timeout_s))
+    return LLMClient(config, before_request=llm_request)
+
+
+@task(name="solve-attempt", cache_policy=NO_CACHE)
+def solve_attempt(exported: ExportTask, settings: SolveSettings, client: LLMClient,
+                  attempt: int, run_id: str) -> RolloutRow:
+    """One attempt in a fresh sandbox (:func:`tasks.rollouts.run_attempt`)."""
+    with fresh_environments(exported, f"{run_id}-{exported.row.task_id[:8]}-{attempt}") as box:
+        return run_attempt(box, exported, client, settings.action_space, settings.limits,
+                           attempt, settings.k, run_id, settings.sampling)
+
+
+@flow(name="taskfactory-solve", log_prints=True, persist_result=False)
+def solve(settings: SolveSettings) -> SolveSummary:
+    """Run the missing attempts of every selected task and commit each as it ends."""
+    log = get_run_logger()
+    dataset = Dataset.open(settings.data)
+    chosen = selected_tasks(settings.data, settings.where, settings.ecosystem_dirs)
+    run_id = f"solve-{new_run_id()}"
+    identity = RunIdentity(
+        run_id=run_id, flow_run_id=flow_run.get_id(),
+        config_hash=_config_hash(settings),
+        llm_model=settings.model, llm_params=json.dumps(settings.sampling, sort_keys=True))
+    summary = SolveSummary(run_id=run_id, tasks=len(chosen), held=0, written=0, errored=0)
+    seeds = {t.row.task_id: t.row.seed for t in chosen}
+    with dataset.writable() as manifest:
+        held = held_attempts(dataset, settings.model)
+        todo = [(t, i) for t in chosen for i in range(settings.k)
+                if (t.row.task_id, i) not in held]
+        summary.held = len(chosen) * settings.k - len(todo)
+        log.info("solve %s: %d tasks x k=%d, %d attempts held, %d to run", run_id,
+                 len(chosen), settings.k, summary.held, len(todo))
+        writer = ShardWriter(settings.data, manifest, run_id, max_rows=1)
+        runner: ThreadPoolTaskRunner = ThreadPoolTaskRunner(max_workers=settings.workers)
+        with _client(settings) as client, runner:
+            futures: list[PrefectFuture[RolloutRow]] = [runner.submit(solve_attempt, {
+                "exported": t, "settings": settings, "client": client, "attempt": i,
+                "run_id": run_id}) for t, i in todo]
+            for future in as_completed(futures):
+                try:
+                    row = future.result()
+                except (SandboxError, StageFailure) as exc:
+                    summary.errored += 1
+                    log.warning("an attempt errored (infrastructure), not written: %s", exc)
+                    continue
+                stamped = row.model_copy(update={"provenance": identity.provenance(
+                    seed=seeds[row.task_id], image_id=None)})
+                writer.add_group([("rollouts", stamped)])
+                summary.written += 1
+        writer.close()
+    return summary
