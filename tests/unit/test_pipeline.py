@@ -31,8 +31,8 @@ class Declared:
 
 
 def test_the_factory_pipeline_runs_its_stages_in_the_documented_order():
-    assert PIPELINE.names == ("sandbox", "execute", "verify", "describe", "draft", "validate",
-                              "instruct", "trajectories")
+    assert PIPELINE.names == ("sandbox", "execute", "cases", "verify", "describe", "draft",
+                              "validate", "instruct", "trajectories")
 
 
 def test_a_stage_whose_needs_no_earlier_stage_gives_is_refused_when_built():
