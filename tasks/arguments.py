@@ -4,8 +4,9 @@ A value a sampler drew from the candidate's state (a product, a branch, a thresh
 something of that state only; on another case the same program needs that case's value.
 Such a value becomes an argument of the program (``run.sh DIR ARG...``) when its sampler
 reads the initial state (the probe, or a seeded file) and its tool's command uses it as a
-plain shell word (``{{ name }}``).  :func:`program_arguments` finds them,
-:func:`parameterized` renders the trace with ``"${2}"``, ``"${3}"``... in their place, and
+plain shell word (``{{ name }}``) or a SQL string literal (``{{ name | sql }}``).
+:func:`program_arguments` finds them, :func:`parameterized` renders the trace with
+``"${2}"``, ``"${3}"``... in their place, and
 :func:`draw_arguments` draws a case's values with the same samplers, from that case's
 initial state.  Other sampled values stay written in the program (the cases stage then
 requires every case to hold them).
@@ -39,14 +40,35 @@ class Argument:
     """Its position on the command line (``$1`` is the workspace)."""
 
 
-def _plain(template: str, name: str) -> bool:
-    """Every use of ``name`` in the template is a plain ``{{ name }}`` outside a
-    double-quoted shell string (where a positional parameter is one shell word)."""
-    uses = [(m.start(), m.group(1).strip()) for m in _EXPRESSION.finditer(template)
-            if re.search(rf"\b{re.escape(name)}\b", m.group(1))]
-    return bool(uses) and all(
-        u == name and len(re.findall(r'(?<!\\)"', template[:at])) % 2 == 0
-        for at, u in uses)
+def _form(template: str, name: str) -> str | None:
+    """How a shell parameter takes ``name``'s place in the template: ``"${{{}}}"`` where
+    every use is a plain ``{{ name }}`` outside a double-quoted string, ``'${{{}}}'`` where
+    every use is ``{{ name | sql }}`` inside one (a SQL string literal); None otherwise."""
+    forms = set()
+    for m in _EXPRESSION.finditer(template):
+        use = " ".join(m.group(1).split())
+        if not re.search(rf"\b{re.escape(name)}\b", use):
+            continue
+        quoted = len(re.findall(r'(?<!\\)"', template[:m.start()])) % 2 == 1
+        if use == name and not quoted:
+            forms.add('"${{{}}}"')
+        elif use == f"{name} | sql" and quoted:
+            forms.add("'${{{}}}'")
+        else:
+            return None
+    return forms.pop() if len(forms) == 1 else None
+
+
+def _render(template: str, args: dict[str, str], words: dict[str, str]) -> str:
+    """The template rendered with ``words`` (name -> variable) in their parameters' form."""
+    raw = {}
+    for name, variable in words.items():
+        form = _form(template, name)
+        assert form is not None, f"{name} has no parameter form in {template!r}"
+        template = re.sub(r"\{\{-?\s*" + re.escape(name) + r"\s*\|\s*sql\s*-?\}\}",
+                          "{{ " + name + " }}", template)
+        raw[name] = shell_word(form.format(variable))
+    return render_shell(template, {**args, **raw})
 
 
 def program_arguments(eco: Ecosystem, graph: WorkflowGraph) -> list[Argument]:
@@ -56,7 +78,7 @@ def program_arguments(eco: Ecosystem, graph: WorkflowGraph) -> list[Argument]:
         tool = eco.spec.tool(step.tool)
         for p in tool.params:
             b = step.bind[p.name]
-            if b.kind != "sample" or p.sample is None or not _plain(tool.command, p.name):
+            if b.kind != "sample" or p.sample is None or _form(tool.command, p.name) is None:
                 continue
             reads = [p.sample.of] if p.sample.of else []
             if all(step.bind[n].kind == "state" for n in [*reads, *p.sample.with_]):
@@ -69,20 +91,21 @@ def parameterized(eco: Ecosystem, graph: WorkflowGraph, trace: Trace,
     """The trace whose commands make the program: each argument's value replaced by its
     positional parameter, and a value a read step printed for a later step (a lookup)
     captured in a shell variable that the later step uses (where the later step's command
-    takes it as a plain word); the values recorded in ``args`` stay the candidate's."""
-    words = {(a.step_id, a.param): f'"${{{a.position}}}"' for a in arguments}
+    takes it as a plain word or a SQL string); the values recorded in ``args`` stay the
+    candidate's."""
+    words = {(a.step_id, a.param): str(a.position) for a in arguments}
     tools = {s.id: eco.spec.tool(s.tool) for s in graph.steps}
     captured: set[str] = set()
     for s in graph.steps:
         for name, b in s.bind.items():
             if (b.kind == "step" and b.step in tools and tools[b.step].effect == "read"
-                    and _plain(tools[s.id].command, name)):
-                words[(s.id, name)] = f'"${{v_{b.step}}}"'
+                    and _form(tools[s.id].command, name) is not None):
+                words[(s.id, name)] = f"v_{b.step}"
                 captured.add(b.step)
     steps = []
     for st in trace.steps:
-        raw = {n: shell_word(w) for (sid, n), w in words.items() if sid == st.step_id}
-        command = (render_shell(eco.spec.tool(st.tool).command, {**st.args, **raw}) if raw
+        mine = {n: w for (sid, n), w in words.items() if sid == st.step_id}
+        command = (_render(eco.spec.tool(st.tool).command, st.args, mine) if mine
                    else st.command)
         if st.step_id in captured:
             command = f'v_{st.step_id}="$({command})"'

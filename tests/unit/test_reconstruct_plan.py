@@ -85,3 +85,19 @@ def test_hidden_leaks_names_hidden_content_and_ignores_what_public_cases_share()
     assert hidden_leaks(clean, [public, hidden]) == []
     leaked = {**clean, "notes.txt": b"x 2,Bob Stone,Lima,free,2026-03-04 y"}
     assert hidden_leaks(leaked, [public, hidden]) == ["hidden-a:data/c.csv"]
+
+
+def test_sampled_values_become_arguments_where_the_command_takes_them_as_one_word():
+    from tasks.arguments import program_arguments
+
+    eco = load_ecosystem("sql")
+    planned, _ = plan_candidates(eco, 30, run_seed=4, kinds={"reconstruct": 1})
+    found = [(c.graph, a) for c in planned for a in program_arguments(eco, c.graph)]
+    assert found
+    for graph, a in found:
+        step = next(s for s in graph.steps if s.id == a.step_id)
+        assert step.bind[a.param].kind == "sample"
+        command = eco.spec.tool(step.tool).command
+        assert f"{{{{ {a.param} }}}}" in command or f"{{{{ {a.param} | sql }}}}" in command
+    positions = [[a.position for a in program_arguments(eco, c.graph)] for c in planned]
+    assert all(p == list(range(2, 2 + len(p))) for p in positions)
