@@ -336,8 +336,9 @@ def _run_options(p: argparse.ArgumentParser) -> None:
                         "5:2,6:2,7:1,8:1)")
     p.add_argument("--max-depth", type=_positive, help="drop deeper workflows (1..8)")
     p.add_argument("--kinds", metavar="KIND:W,...",
-                   help="relative weight per task kind: build (new artifacts) and fix (repair "
-                        "a planted fault first); default build:2,fix:1")
+                   help="relative weight per task kind: build (new artifacts), fix (repair "
+                        "a planted fault first) and reconstruct (write the program behind a "
+                        "workflow, judged on hidden cases); default build:2,fix:1")
     p.add_argument("--off-scenario", type=_fraction, metavar="0..1",
                    help="share of candidates planned outside the ecosystem's scenarios "
                         "(default 0.1); the rest serve one scenario each and say why")

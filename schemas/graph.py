@@ -9,10 +9,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Shape = Literal["chain", "fan_out", "fan_in", "diamond"]
-TaskKind = Literal["build", "fix"]
+TaskKind = Literal["build", "fix", "reconstruct"]
 """``build``: new artifacts from a healthy seeded state; ``fix``: the state starts with a
-planted fault that the task repairs (then may build on)."""
-TASK_KINDS: tuple[TaskKind, ...] = ("build", "fix")
+planted fault that the task repairs (then may build on); ``reconstruct``: the task is to
+write the program behind the graph, judged on hidden initial states (``tasks/cases.py``)."""
+TASK_KINDS: tuple[TaskKind, ...] = ("build", "fix", "reconstruct")
 
 
 class Binding(BaseModel):
@@ -76,14 +77,20 @@ class WorkflowGraph(BaseModel):
     scenario: str | None = None
     """The ecosystem scenario the graph was planned in (its tools come from the scenario's
     recipe and its instruction carries the scenario's motivation); None outside any."""
+    reconstruct: bool = False
+    """The task is the program behind the graph, run on several initial states of the
+    ecosystem (never with a fault)."""
 
     @property
     def kind(self) -> TaskKind:
-        """``fix`` when the graph starts from a planted fault, else ``build``."""
-        return "fix" if self.fault else "build"
+        """``reconstruct`` for a program to write, ``fix`` when the graph starts from a
+        planted fault, else ``build``."""
+        return "reconstruct" if self.reconstruct else "fix" if self.fault else "build"
 
     @model_validator(mode="after")
     def _acyclic_in_order(self) -> WorkflowGraph:
+        if self.reconstruct and self.fault:
+            raise ValueError("a reconstruct graph starts from healthy seeds: no fault")
         seen: set[str] = set()
         for step in self.steps:
             if step.id in seen:
@@ -124,7 +131,8 @@ class WorkflowGraph(BaseModel):
             )
             parts.append(f"{s.tool}({','.join(binds)})")
         blob = json.dumps([self.ecosystem, self.shape, parts]
-                          + ([self.fault] if self.fault else []))
+                          + ([self.fault] if self.fault else [])
+                          + (["reconstruct"] if self.reconstruct else []))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

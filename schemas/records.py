@@ -16,23 +16,27 @@ from pydantic import BaseModel, ConfigDict
 from schemas.graph import TaskKind
 from schemas.verifier import GateResult
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 """1: tasks, trajectories, attempts.  2: + provenance on every row, + steps and runs.
 3: + ``tasks.needs_observation`` and the gate's open-loop reward, + ``attempts.tools`` and
 ``attempts.graph_json``.  4: + the gate's vandal reward (``tasks.gate.vandal_reward``).
 5: + the gate's alternative reward.  6: + ``tasks.kind`` and ``tasks.fault``,
-``attempts.kind``.  7: + ``tasks.scenario`` and ``attempts.scenario``.  8: + ``rollouts``."""
+``attempts.kind``.  7: + ``tasks.scenario`` and ``attempts.scenario``.  8: + ``rollouts``.
+9: reconstruct tasks: + ``tasks.public_cases``, ``tasks.hidden_cases``, ``tasks.cases_json``
+and the gate's memorizer reward; the gate's empty and literals rewards are NULL where those
+controls do not apply."""
 
 Supervision = Literal["masked", "full", "actobs"]
 ActionSpace = Literal["function", "terminal"]
 InstructionStyle = Literal["goal", "spec", "step"]
 """``goal``: the deliverables only (the default); ``spec``: every checked output, with every
 literal; ``step``: the spec items as ordered steps (see ``tasks/instruct.py``)."""
-StageName = Literal["sandbox", "realize", "execute", "verify", "describe", "draft", "validate",
-                    "instruct", "trajectories", "accepted", "dedup"]
+StageName = Literal["sandbox", "realize", "execute", "cases", "verify", "describe", "draft",
+                    "validate", "instruct", "trajectories", "accepted", "dedup"]
 """Where a candidate stopped (``attempts.stage``, ``StageFailure.stage``).  The pipeline's
 stages, in order (``tasks/pipeline.py``): ``sandbox`` (open and realize the environment),
-``execute``, ``verify`` (checks, verifier, solution), ``describe`` (literals named by
+``execute``, ``cases`` (a reconstruct task's cases),
+``verify`` (checks, verifier, solution), ``describe`` (literals named by
 description), ``draft`` (the template instruction),
 ``validate`` (the gate), ``instruct`` (preservation, paraphrase), ``trajectories``; plus
 ``realize``, a realization's own failure in whichever stage realized, ``accepted`` (every
@@ -116,8 +120,16 @@ class TaskRow(_Row):
     """sha256 of the probe state execution started from (canonical JSON); exports check
     that a rebuilt environment reproduces it."""
     kind: TaskKind | None = None
-    """``build`` or ``fix`` (``schemas.graph.TaskKind``); None on tasks made before kinds
-    existed (all of them build tasks)."""
+    """``build``, ``fix`` or ``reconstruct`` (``schemas.graph.TaskKind``); None on tasks
+    made before kinds existed (all of them build tasks)."""
+    public_cases: int | None = None
+    """A reconstruct task's public examples (input and expected output in the agent's
+    workspace); None on other kinds."""
+    hidden_cases: int | None = None
+    """A reconstruct task's hidden cases (only in its verifier); None on other kinds."""
+    cases_json: str | None = None
+    """A reconstruct task's cases (``schemas.cases.CaseRef`` list as JSON: name, seed,
+    public); None on other kinds."""
     fault: str | None = None
     """A fix task's fault injector: its environment is the seed with that defect planted."""
     scenario: str | None = None

@@ -50,17 +50,22 @@ class GateResult(BaseModel):
     baseline_checks_passed: int
     reference_reward: float
     reference_checks_passed: int
-    empty_reward: float
-    empty_checks_passed: int
+    empty_reward: float | None
+    """None where the control does not apply (reconstruct tasks)."""
+    empty_checks_passed: int | None
     partial_reward: float | None
     partial_checks_passed: int | None
-    literals_reward: float
-    literals_checks_passed: int
-    literal_trials: int
+    literals_reward: float | None
+    """None where the control does not apply (reconstruct tasks)."""
+    literals_checks_passed: int | None
+    literal_trials: int | None
     open_loop_reward: float | None = None
     """None on tasks gated before the control existed."""
     vandal_reward: float | None = None
     vandal_checks_passed: int | None = None
+    memorizer_reward: float | None = None
+    """A reconstruct task's program that copies the first public example's expected output:
+    accepted tasks score 0; None on other kinds."""
     alternative_reward: float | None = None
     """The solution with each step's alternative command (``tasks/alternative.py``):
     accepted tasks score 1; None where no step's tool has an alternative."""
@@ -72,7 +77,8 @@ class GateResult(BaseModel):
 
     @property
     def passed(self) -> bool:
-        shortcuts = [self.empty_reward, self.partial_reward or 0.0, self.literals_reward,
-                     self.vandal_reward or 0.0]
+        shortcuts = [self.empty_reward or 0.0, self.partial_reward or 0.0,
+                     self.literals_reward or 0.0, self.vandal_reward or 0.0,
+                     self.memorizer_reward or 0.0]
         return (self.baseline_reward == 0.0 and self.reference_reward == 1.0
                 and all(r < 1.0 for r in shortcuts) and self.alternative_reward in (None, 1.0))

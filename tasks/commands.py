@@ -59,6 +59,11 @@ class _Raw(str):
     """Already safe for the shell: rendered without another round of quoting."""
 
 
+def shell_word(text: str) -> str:
+    """``text`` (already a shell word, such as ``"$2"``), rendered as it is in a command."""
+    return _Raw(text)
+
+
 def _sql_literal(value: object) -> _Raw:
     """A SQL string literal, safe inside a double-quoted shell string."""
     literal = "'" + str(value).replace("'", "''") + "'"
@@ -96,11 +101,13 @@ def answer_text(output: object) -> str:
 
 
 def solution_script(trace: Trace, answer_file: str = ANSWER_FILE,
-                    steps: list[StepTrace] | None = None) -> str:
+                    steps: list[StepTrace] | None = None, enter: str | None = None,
+                    comment: str = "") -> str:
     """``solve.sh``: the trace's commands in order; a final read step writes the answer file.
 
     ``steps`` (a prefix of the trace's steps) renders a partial solution: the same script
-    stopped early, for the gate's shortcut controls."""
+    stopped early, for the gate's shortcut controls.  ``enter`` (default :data:`WORKDIR`)
+    and ``comment`` as :func:`shell_script` takes them."""
     lines = []
     chosen = trace.steps if steps is None else steps
     for step in chosen:
@@ -108,13 +115,18 @@ def solution_script(trace: Trace, answer_file: str = ANSWER_FILE,
             lines.append(f"{{ {step.command}; }} > {answer_file}")
         else:
             lines.append(step.command)
-    return shell_script("Reference solution: the commands of the validated trace, in order.",
-                        lines)
+    return shell_script(comment or "Reference solution: the commands of the validated trace, "
+                        "in order.", lines, WORKDIR if enter is None else enter)
 
 
-def shell_script(comment: str, commands: list[str]) -> str:
+WORKDIR = 'cd "${TASKFACTORY_WORKDIR:-/workspace}"'
+"""How ``solve.sh`` enters the agent's workdir."""
+
+
+def shell_script(comment: str, commands: list[str], enter: str | None = WORKDIR) -> str:
     """A script run as ``solve.sh`` is: under :data:`SHELL_OPTIONS`, naming the line it
-    fails at, in the workdir; ``comment`` is its second line."""
+    fails at, in the workdir (``enter``: the line that enters it, None for none: the
+    commands do); ``comment`` is its second line."""
     lines = ["#!/usr/bin/env bash", f"# {comment}", SHELL_OPTIONS, _ERR_TRAP,
-             'cd "${TASKFACTORY_WORKDIR:-/workspace}"', *commands]
+             *([enter] if enter else []), *commands]
     return "\n".join(lines) + "\n"

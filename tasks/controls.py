@@ -14,11 +14,15 @@ rebuilt environment.
 
 :data:`CONTROLS`, in the order they run:
 
-- ``nop``: nothing is done;
-- ``reference``: the reference solution;
+- ``nop``: nothing is done (on a reconstruct task: no program);
+- ``reference``: the reference solution (on a reconstruct task: it installs the
+  reference program);
 - ``empty``: every expected output created empty (:mod:`tasks.shortcuts`);
-- ``partial``: the reference minus its last mutating step (only when it has one);
+- ``partial``: the reference minus its last mutating step (only when it has one; on a
+  reconstruct task, the reference program minus that step);
 - ``literals``: every output holding the instruction's literals, the answer tried as each;
+- ``memorizer``: a reconstruct task's program that copies the first public example's
+  expected output, whatever its input (:func:`tasks.program.memorizer_program`);
 - ``unrepaired``: a fix task's reference minus its repair steps (only when other writes
   follow them): a later step must not make the repair moot;
 - ``vandal``: the reference solution, then one change to a seeded entry the task leaves
@@ -32,6 +36,9 @@ rebuilt environment.
   it from the seeded state; ``check-harbor`` does not run it (a measurement, not a
   soundness condition, already recorded on the task; and an exported image's host has no
   probe state to draw the wrong values from).
+
+``empty``, ``literals``, ``vandal`` and ``alternative`` act on the workspace a build or fix
+task changes, so they do not apply to a reconstruct task, whose workspace holds examples.
 
 A new control is one entry in :data:`CONTROLS`: what it does from the initial state (with
 the host's four verbs), what it expects, and the rejection it causes in the gate.
@@ -50,6 +57,7 @@ from schemas.verifier import Check
 from tasks.alternative import AlternativeSolution, alternative_solution, explain
 from tasks.commands import solution_failure, solution_script
 from tasks.failures import Reason, StageFailure
+from tasks.program import installer, memorizer_program, program_script
 from tasks.shortcuts import Shortcut, shortcut
 from tasks.vandal import vandalism
 
@@ -107,6 +115,21 @@ class ControlTask:
     instruction: str
     open_loop: str | None = None
     """The open-loop ``solve.sh`` when it differs from the reference (the gate's only)."""
+    public_case: str | None = None
+    """A reconstruct task's first public example (the memorizer copies its expected
+    output); None on other kinds."""
+
+    @property
+    def reconstruct(self) -> bool:
+        return self.public_case is not None
+
+    def script(self, steps: list) -> str:
+        """The ``solve.sh`` of the reference cut to ``steps``: the commands themselves, or
+        on a reconstruct task the installer of the program made of them."""
+        answer = self.eco.spec.answer_file
+        if self.reconstruct:
+            return installer(program_script(self.trace, answer, steps))
+        return solution_script(self.trace, answer, steps)
 
 
 @dataclass(frozen=True)
@@ -196,9 +219,8 @@ def _reference(host: Host, task: ControlTask) -> Acted:
 
 def _partial(host: Host, task: ControlTask) -> Acted:
     last = _writes(task)[-1]
-    steps = [s for s in task.trace.steps if s is not last]
-    return Acted(solved=host.solve(solution_script(task.trace, task.eco.spec.answer_file,
-                                                   steps)))
+    return Acted(solved=host.solve(task.script([s for s in task.trace.steps
+                                                if s is not last])))
 
 
 def _repairs(task: ControlTask) -> list:
@@ -206,9 +228,8 @@ def _repairs(task: ControlTask) -> list:
 
 
 def _unrepaired(host: Host, task: ControlTask) -> Acted:
-    steps = [s for s in task.trace.steps if s not in _repairs(task)]
-    return Acted(solved=host.solve(solution_script(task.trace, task.eco.spec.answer_file,
-                                                   steps)))
+    return Acted(solved=host.solve(task.script([s for s in task.trace.steps
+                                                if s not in _repairs(task)])))
 
 
 def _vandal(host: Host, task: ControlTask) -> Acted:
@@ -226,6 +247,15 @@ def _alternative(host: Host, task: ControlTask) -> Acted:
     solution = _alternative_solution(task)
     assert solution is not None, "the alternative control applies only with alternatives"
     return Acted(solved=host.solve(solution.script), what=str(solution))
+
+
+def _memorizer(host: Host, task: ControlTask) -> Acted:
+    assert task.public_case is not None, "the memorizer applies only to reconstruct tasks"
+    return Acted(solved=host.solve(installer(memorizer_program(task.public_case))))
+
+
+def _builds(task: ControlTask) -> bool:
+    return not task.reconstruct
 
 
 def _open_loop(host: Host, task: ControlTask) -> Acted:
@@ -248,12 +278,16 @@ CONTROLS: tuple[Control, ...] = (
     Control("reference", _reference, "pass", "reference_failed",
             "reference solution {solved}, verifier {passed}/{total} checks"),
     Control("empty", _faked("empty"), "fail", "empty_outputs_passed",
-            PASSES.format("with every output created empty")),
+            PASSES.format("with every output created empty"), applies=_builds),
     Control("partial", _partial, "fail", "partial_solution_passed",
             PASSES.format("after the reference solution minus its last mutating step"),
             applies=lambda task: bool(_writes(task))),
     Control("literals", _faked("literals"), "fail", "literals_passed",
-            PASSES.format("with the outputs holding the instruction's literals")),
+            PASSES.format("with the outputs holding the instruction's literals"),
+            applies=_builds),
+    Control("memorizer", _memorizer, "fail", "memorizer_passed",
+            PASSES.format("with a program that copies the first public example's expected "
+                          "output"), applies=lambda task: task.reconstruct),
     Control("unrepaired", _unrepaired, "fail", "repair_moot",
             PASSES.format("after the reference solution without its repair steps"),
             applies=lambda task: bool(_repairs(task)) and len(_writes(task)) > len(
@@ -261,11 +295,11 @@ CONTROLS: tuple[Control, ...] = (
     Control("vandal", _vandal, "fail", "vandal_passed",
             "the verifier passes after the reference solution and {what}, which ran with "
             "{solved} ({passed}/{total} checks)",
-            applies=lambda task: vandalism(task.eco, task.checks) is not None),
+            applies=lambda task: _builds(task) and vandalism(task.eco, task.checks) is not None),
     Control("alternative", _alternative, "pass", "overspecified",
             "the solution with the alternative commands of {what} {solved}, verifier "
             "{passed}/{total} checks; failing: {why}",
-            applies=lambda task: _alternative_solution(task) is not None,
+            applies=lambda task: _builds(task) and _alternative_solution(task) is not None,
             explain=lambda task, score: explain(task.eco, task.trace, score.failed)),
     Control("open_loop", _open_loop, "measured",
             applies=lambda task: task.open_loop is not None),

@@ -31,6 +31,12 @@ Reason = Literal[
     "vandal_passed",     # ... after the reference plus a change to an entry it must keep
     "overspecified",     # the verifier fails a solution that takes another correct route
     "no_observation_needed",  # solvable open-loop, and the run requires observation
+    "case_layout",       # (reconstruct) too few seeds lay out what the program reads
+    "case_failed",       # (reconstruct) the reference program fails on a case
+    "case_too_large",    # (reconstruct) a public case's workspace is too large to ship
+    "invariant_outputs",  # (reconstruct) the outputs are the same on every hidden case
+    "memorizer_passed",  # (reconstruct) a program copying a public output passes
+    "hidden_leaked",     # (reconstruct) hidden case content in the agent's workspace
     "sandbox",           # the sandbox itself failed (engine error)
     "seed_error",        # the ecosystem's seed code raised
     "seed_timeout",      # ... or did not return in time

@@ -2,8 +2,10 @@
 
 Three draws, each deterministic in the run seed and the candidate's index:
 
-- its **kind** (``build`` or ``fix``) with the run's kind weights (:data:`DEFAULT_KINDS`);
-  an ecosystem without fault injectors plans build tasks only;
+- its **kind** (``build``, ``fix`` or ``reconstruct``) with the run's kind weights
+  (:data:`DEFAULT_KINDS`); an ecosystem without fault injectors plans no fix tasks, and one
+  whose state lives in a running service plans no reconstruct tasks (a program is given a
+  folder): those candidates are build tasks;
 - for a fix task, its **fault**: one of the ecosystem's injectors, those the run has used
   least first;
 - its **scenario** (:class:`schemas.ecosystem.Scenario`): with the run's
@@ -65,13 +67,30 @@ def plantable(eco: Ecosystem, seed: int, fault: str) -> bool:
     return True
 
 
+def _kind_draw(index: int, run_seed: int, kinds: dict[TaskKind, float]) -> tuple[
+        random.Random, float]:
+    """The kind draw of candidate ``index``: its generator and a point in [0, total weight)
+    (fix below its weight, reconstruct next, build above)."""
+    rng = random.Random(f"taskfactory:kind:{run_seed}:{index}")
+    return rng, rng.random() * sum(kinds.values())
+
+
+def draws_reconstruct(eco: Ecosystem, index: int, run_seed: int,
+                      kinds: dict[TaskKind, float]) -> bool:
+    """Candidate ``index`` is a reconstruct task (never on an ecosystem with a service)."""
+    if not kinds.get("reconstruct") or eco.spec.service is not None:
+        return False
+    fix = kinds.get("fix", 0)
+    return fix <= _kind_draw(index, run_seed, kinds)[1] < fix + kinds["reconstruct"]
+
+
 def draw_fault(eco: Ecosystem, index: int, run_seed: int, kinds: dict[TaskKind, float],
                faults_used: Counter[str]) -> str | None:
     """The fault injector candidate ``index`` starts from, or None for a build task."""
     if eco.spec.faults is None or not kinds.get("fix"):
         return None
-    rng = random.Random(f"taskfactory:kind:{run_seed}:{index}")
-    if rng.random() * sum(kinds.values()) >= kinds["fix"]:
+    rng, point = _kind_draw(index, run_seed, kinds)
+    if point >= kinds["fix"]:
         return None
     names = [f.name for f in eco.spec.faults.injectors]
     fewest = min(faults_used[n] for n in names)

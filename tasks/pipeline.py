@@ -27,6 +27,7 @@ from schemas.graph import Candidate, WorkflowGraph
 from schemas.records import AttemptRow, AttemptStatus, StageName, TaskRow, TrajectoryRow
 from schemas.trace import Trace
 from tasks.failures import StageFailure
+from tasks.stages.cases import Cases
 from tasks.stages.context import FIELDS, INPUTS, PHASES, CandidateContext, Phase, Stage
 from tasks.stages.describe import Describe
 from tasks.stages.draft import Draft
@@ -121,8 +122,8 @@ class Pipeline:
                        ctx.trajectories if accepted else [])
 
 
-PIPELINE = Pipeline(OpenEnvironment(), Execute(), Verify(), Describe(), Draft(), Validate(),
-                    Instruct(), Trajectories())
+PIPELINE = Pipeline(OpenEnvironment(), Execute(), Cases(), Verify(), Describe(), Draft(),
+                    Validate(), Instruct(), Trajectories())
 """The factory's stages, in the order they run."""
 
 

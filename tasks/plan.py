@@ -40,11 +40,13 @@ from dataclasses import dataclass, field
 from environments.ecosystems import Ecosystem
 from schemas.ecosystem import ToolSpec, type_satisfies
 from schemas.graph import Binding, Candidate, Step, TaskKind, WorkflowGraph
+from tasks.layout import CASES_HIDDEN, CASES_PUBLIC, layout_shared
 from tasks.mix import (
     DEFAULT_KINDS,
     OFF_SCENARIO_SHARE,
     draw_fault,
     draw_scenarios,
+    draws_reconstruct,
     parse_weights,
     plantable,
 )
@@ -505,6 +507,7 @@ def iter_candidates(eco: Ecosystem, n: int, run_seed: int,
     for index in range(n):
         dupes = 0
         fault = draw_fault(eco, index, run_seed, kinds or DEFAULT_KINDS, faults_used)
+        reconstruct = draws_reconstruct(eco, index, run_seed, kinds or DEFAULT_KINDS)
         scenarios = draw_scenarios(eco, index, run_seed, fault, off_scenario, scenarios_used)
         # drawn once, so that re-plans do not favour the commoner graphs without a lookup
         lookup = random.Random(f"taskfactory:lookup:{run_seed}:{index}").random() < LOOKUP_SHARE
@@ -512,8 +515,12 @@ def iter_candidates(eco: Ecosystem, n: int, run_seed: int,
             seed = candidate_seed(run_seed, index * 1000 + attempt)
             inside = scenarios and attempt < MAX_REPLANS - OUTSIDE_REPLANS
             scenario = scenarios[attempt % len(scenarios)] if inside else None
-            graph = plan_graph(eco, seed, depth_weights, usage, fault, scenario,
-                               lookup if inside or not scenarios else None)
+            starts = False if reconstruct else lookup if inside or not scenarios else None
+            graph = plan_graph(eco, seed, depth_weights, usage, fault, scenario, starts)
+            if reconstruct:
+                graph = graph.model_copy(update={"reconstruct": True})
+                if not layout_shared(eco, graph, seed, CASES_PUBLIC + CASES_HIDDEN - 1):
+                    continue  # other seeds do not lay out what it reads: plan another
             if graph.fingerprint() not in seen:
                 break
             dupes += 1

@@ -87,6 +87,16 @@ def state_digest(state: dict) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+def first_difference(a: dict, b: dict) -> str | None:
+    """``section/key`` of the first entry where two probe states differ, else None."""
+    for section in sorted(set(a) | set(b)):
+        sa, sb = a.get(section, {}), b.get(section, {})
+        for key in sorted(set(sa) | set(sb)):
+            if sa.get(key) != sb.get(key):
+                return f"{section}/{key}"
+    return None
+
+
 def state_without(state: dict, key: str | None) -> dict:
     """``state`` minus entry ``key`` in every section (the answer file is not state)."""
     return {section: {k: v for k, v in entries.items() if k != key}

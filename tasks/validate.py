@@ -19,34 +19,28 @@ script is the reference's, which is not run twice: its reward is the reference's
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Protocol
 
 from environments.ecosystems import Ecosystem
 from environments.sandbox import Sandbox, Snapshot
 from schemas.trace import Trace
 from schemas.verifier import Check, GateResult
-from tasks.controls import ControlTask, Score, Solved, Trial, controls_for, run_control
+from tasks.cases import Case, reconstruct_verifier_timeout
+from tasks.controls import Control, ControlTask, Score, Solved, controls_for, run_control
+from tasks.examples import example_files, hidden_leaks, write_examples
 from tasks.failures import StageFailure
 from tasks.open_loop import open_loop_script
-from tasks.realize import LiveEnvironment, probe, state_without
+from tasks.realize import LiveEnvironment, first_difference, probe, state_without
 from tasks.shortcuts import Shortcut
 from tasks.steps import replay
-from tasks.verify import run_verifier
+from tasks.verify import VERIFIER_TIMEOUT_S, run_verifier
 
 SOLUTION_TIMEOUT_S = 120.0
 REPLAY_BEFORE = "reference"
 """The determinism replay runs before this control (after the untouched state scored)."""
-
-
-def first_difference(a: dict, b: dict) -> str | None:
-    """``section/key`` of the first entry where two probe states differ, else None."""
-    for section in sorted(set(a) | set(b)):
-        sa, sb = a.get(section, {}), b.get(section, {})
-        for key in sorted(set(sa) | set(sb)):
-            if sa.get(key) != sb.get(key):
-                return f"{section}/{key}"
-    return None
 
 
 def _same_state(eco: Ecosystem, got: dict, want: dict, what: str,
@@ -70,12 +64,32 @@ def run_solution(sandbox: Sandbox, script: str) -> Solved:
     return Solved(done.exit_code, done.stderr[-4000:])
 
 
+class Initial(Protocol):
+    """A sandbox and the snapshot of the initial state its controls start from
+    (:class:`tasks.realize.LiveEnvironment` is one)."""
+
+    @property
+    def sandbox(self) -> Sandbox: ...
+    @property
+    def initial(self) -> Snapshot: ...
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """A sandbox whose workspace was laid out (and snapshotted) for the controls."""
+
+    sandbox: Sandbox
+    initial: Snapshot
+
+
 class SandboxHost:
     """The gate's control host (:class:`tasks.controls.Host`): the candidate's sandbox,
     restored to the initial state's snapshot for each control."""
 
-    def __init__(self, env: LiveEnvironment, solution_sh: str, verifier_py: str) -> None:
+    def __init__(self, env: Initial, solution_sh: str, verifier_py: str,
+                 verifier_timeout: float = VERIFIER_TIMEOUT_S) -> None:
         self.env, self.solution_sh, self.verifier_py = env, solution_sh, verifier_py
+        self.verifier_timeout = verifier_timeout
         self._solved: tuple[Snapshot, Solved] | None = None
 
     @contextmanager
@@ -109,7 +123,7 @@ class SandboxHost:
                                    f"applied: {done.stderr.strip()[-200:]}")
 
     def score(self, answers: list[str] | None = None) -> Score:
-        r = run_verifier(self.env.sandbox, self.verifier_py, answers)
+        r = run_verifier(self.env.sandbox, self.verifier_py, answers, self.verifier_timeout)
         return Score(r.reward, r.checks_passed, r.checks_total, r.trials, r.failed)
 
 
@@ -125,36 +139,68 @@ def run_gate(env: LiveEnvironment, eco: Ecosystem, trace: Trace, checks: list[Ch
     files = {**env.files, **{p: t.encode() for p, t in env.additions.files.items()}}
     task = ControlTask(eco, trace, checks, instruction, open_loop=open_loop_script(
         eco, trace, instruction, env.seed, env.before, files))
-    host = SandboxHost(env, solution_sh, verifier_py)
-    trials: dict[str, Trial] = {}
-    for control in controls_for(task):
+    def replayed(control: Control) -> None:
         if control.name == REPLAY_BEFORE:
             replay(env.sandbox, eco, env.initial, trace.steps, stage="validate")
             _same_state(eco, probe(env.sandbox, eco), traced_after,
                         "a second execution ends elsewhere", trace)
+
+    return gate_result(run_controls(SandboxHost(env, solution_sh, verifier_py), task,
+                                    replayed))
+
+
+def run_controls(host: SandboxHost, task: ControlTask,
+                 before: Callable[[Control], None] = lambda control: None) -> dict[str, Score]:
+    """Every control that applies to ``task`` on ``host``, in order (``before`` called
+    ahead of each): their scores, or StageFailure naming the first that failed."""
+    scores: dict[str, Score] = {}
+    for control in controls_for(task):
+        before(control)
         trial = run_control(host, control, task)
         if not trial.ok:
             raise trial.failure()
-        trials[control.name] = trial
-    return gate_result({name: t.score for name, t in trials.items()})
+        scores[control.name] = trial.score
+    return scores
+
+
+def run_reconstruct_gate(sandbox: Sandbox, eco: Ecosystem, trace: Trace, checks: list[Check],
+                         cases: list[Case], instruction: str, solution_sh: str,
+                         verifier_py: str) -> GateResult:
+    """A reconstruct task's controls, in ``sandbox`` with its workspace laid out as the
+    agent's (the public examples), after checking that no hidden case's content is in it
+    (``hidden_leaked``)."""
+    write_examples(sandbox, cases)
+    leaks = hidden_leaks(example_files(cases), cases)
+    if leaks:
+        raise StageFailure("validate", "hidden_leaked",
+                           "hidden case content in the agent's workspace: " + ", ".join(leaks))
+    task = ControlTask(eco, trace, checks, instruction,
+                       public_case=next(c.name for c in cases if c.public))
+    host = SandboxHost(Workspace(sandbox, sandbox.snapshot()), solution_sh, verifier_py,
+                       reconstruct_verifier_timeout(cases))
+    return gate_result(run_controls(host, task))
 
 
 def gate_result(scores: dict[str, Score]) -> GateResult:
-    """The gate's record of the controls' scores (``partial``, ``vandal`` and
-    ``alternative`` are None without them; without ``open_loop`` the open-loop solution
-    was the reference)."""
-    nop, ref, empty, lits = (scores[n] for n in ("nop", "reference", "empty", "literals"))
+    """The gate's record of the controls' scores (``empty``, ``literals``, ``partial``,
+    ``memorizer``, ``vandal`` and ``alternative`` are None without them; without
+    ``open_loop`` the open-loop solution was the reference)."""
+    nop, ref = scores["nop"], scores["reference"]
+    empty, lits, memorizer = scores.get("empty"), scores.get("literals"), scores.get("memorizer")
     partial, open_loop = scores.get("partial"), scores.get("open_loop", ref)
     vandal, alternative = scores.get("vandal"), scores.get("alternative")
     return GateResult.model_validate({
         "checks_total": ref.checks_total,
         "baseline_reward": nop.reward, "baseline_checks_passed": nop.checks_passed,
         "reference_reward": ref.reward, "reference_checks_passed": ref.checks_passed,
-        "empty_reward": empty.reward, "empty_checks_passed": empty.checks_passed,
+        "empty_reward": empty.reward if empty else None,
+        "empty_checks_passed": empty.checks_passed if empty else None,
         "partial_reward": partial.reward if partial else None,
         "partial_checks_passed": partial.checks_passed if partial else None,
-        "literals_reward": lits.reward, "literals_checks_passed": lits.checks_passed,
-        "literal_trials": lits.trials, "open_loop_reward": open_loop.reward,
+        "literals_reward": lits.reward if lits else None,
+        "literals_checks_passed": lits.checks_passed if lits else None,
+        "literal_trials": lits.trials if lits else None, "open_loop_reward": open_loop.reward,
+        "memorizer_reward": memorizer.reward if memorizer else None,
         "vandal_reward": vandal.reward if vandal else None,
         "vandal_checks_passed": vandal.checks_passed if vandal else None,
         "alternative_reward": alternative.reward if alternative else None})

@@ -9,8 +9,10 @@ the sandbox for the gate, and the Harbor export ships it as ``tests/verify.py``.
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
+from typing import Protocol
 
 import jinja2
 from pydantic import BaseModel
@@ -31,6 +33,19 @@ _TEMPLATES = jinja2.Environment(
 
 _COMPARISONS = Path(comparisons.__file__).read_text(encoding="utf-8").strip() + "\n"
 """The source the rendered verifier embeds (compare modes and digests)."""
+
+
+class HiddenCase(Protocol):
+    """What a reconstruct verifier embeds of a hidden case (``tasks.cases.Case`` is one)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def files(self) -> dict[str, bytes]: ...
+    @property
+    def checks(self) -> list[Check]: ...
+    @property
+    def args(self) -> list[str]: ...
 
 
 class VerifierResult(BaseModel):
@@ -114,13 +129,33 @@ def render_verifier(checks: list[Check], probe_source: str, task_ref: str = "") 
         comparisons=_COMPARISONS, task_ref=task_ref or "(generated)")
 
 
+def render_reconstruct_verifier(hidden: list[HiddenCase], eco: Ecosystem, program: str,
+                                timeout_s: float, task_ref: str = "") -> str:
+    """The standalone verifier of a reconstruct task: the program at ``program`` judged on
+    the ``hidden`` cases, which it embeds (seed files and checks)."""
+    payload = json.dumps([{"name": h.name, "checks": [c.model_dump() for c in h.checks],
+                           "args": h.args,
+                           "files": {p: base64.b64encode(b).decode() for p, b
+                                     in sorted(h.files.items())}} for h in hidden],
+                         sort_keys=True)
+    return _TEMPLATES.get_template("reconstruct_verifier.py.j2").render(
+        cases_literal=repr(payload), setup_literal=repr(eco.spec.setup or ""),
+        probe_literal=repr(eco.probe_source), program_literal=repr(program),
+        program=program, timeout=timeout_s, comparisons=_COMPARISONS,
+        task_ref=task_ref or "(generated)")
+
+
+VERIFIER_TIMEOUT_S = 60.0
+
+
 def run_verifier(sandbox: Sandbox, verifier_py: str,
-                 answers: list[str] | None = None) -> VerifierResult:
+                 answers: list[str] | None = None,
+                 timeout: float = VERIFIER_TIMEOUT_S) -> VerifierResult:
     """Run the rendered verifier in the sandbox's workdir and read its summary line;
     with ``answers``, the best of the trials where each replaces the answer file."""
     extra = ["--answers", json.dumps(answers)] if answers is not None else []
     result = sandbox.exec(["python3", "-", "--root", ".", *extra], stdin=verifier_py.encode(),
-                          timeout=60)
+                          timeout=timeout)
     lines = result.stdout.strip().splitlines()
     failed = tuple(line.split()[2] for line in result.stderr.splitlines()
                    if line.startswith("FAIL ") and len(line.split()) > 2)

@@ -88,8 +88,28 @@ def kinds(con: duckdb.DuckDBPyConnection) -> str:
                    / sum(count(*) filter (status = 'accepted')) over (), 1) as "share of tasks %"
         from {SETTLED_ATTEMPTS} where status <> 'errored' group by all order by all""",
         "`build` tasks make new artifacts from a healthy seeded state; `fix` tasks start from a "
-        "planted fault that they repair first.  Candidates from before kinds existed count as "
-        "`build`.")
+        "planted fault that they repair first; `reconstruct` tasks ask for the program behind "
+        "a workflow, judged on hidden initial states.  Candidates from before kinds existed "
+        "count as `build`.")
+
+
+def reconstruct(con: duckdb.DuckDBPyConnection) -> str:
+    return _section(con, "Reconstruct tasks: cases and verifier levels", """
+        select ecosystem, count(*) as tasks,
+               min(public_cases) as "public min", round(avg(public_cases), 1) as "public avg",
+               min(hidden_cases) as "hidden min", round(avg(hidden_cases), 1) as "hidden avg",
+               count(*) filter (gate.reference_reward = 1) as "reference 1",
+               count(*) filter (gate.memorizer_reward < 1) as "memorizer < 1",
+               count(*) filter (coalesce(gate.partial_reward, 0) < 1) as "partial < 1"
+        from tasks where kind = 'reconstruct' group by all order by all""",
+        "Each task's verifier judges the program on its hidden cases in three levels: "
+        "structure (the program exists, exits 0 within its time limit on every case), "
+        "semantics (every output right on every case, under the probe sections' compare "
+        "modes) and anti-shortcut (its outputs vary with its input); the reward is 1 only "
+        "when every hidden case is right.  The gate's controls: the reference program "
+        "(must score 1), a memorizer copying a public example's expected output and the "
+        "reference minus its last step (both must score below 1); `partial < 1` counts "
+        "tasks without a last step to drop too.")
 
 
 def faults(con: duckdb.DuckDBPyConnection) -> str:
@@ -265,6 +285,7 @@ SECTIONS: list[Section] = [
     overview,
     yield_by_ecosystem,
     kinds,
+    reconstruct,
     faults,
     scenarios,
     yield_by_stage,

@@ -16,7 +16,8 @@ environment gets the factory's CPU quota; ``[metadata.taskfactory]`` carries the
 provenance and every ``gate.*`` result.
 
 :func:`render_folder` raises :class:`tasks.harbor.HarborError` for a task that cannot be
-exported as it is; :func:`write_folder` writes one folder under a hidden temporary name
+exported as it is (a reconstruct task, whose environment would be its examples, is not
+exported yet); :func:`write_folder` writes one folder under a hidden temporary name
 and renames it into place.
 """
 
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Literal
 
 from environments.docker.config import DockerConfig
+from tasks.harbor import HarborError
 from tasks.harbor.environment import EXEC_MODE, FILE_MODE, Files, environment_files
 from tasks.harbor.source import ExportTask
 from tasks.harbor.toml import dumps
@@ -118,6 +120,10 @@ def render_folder(task: ExportTask, options: ExportOptions | None = None) -> Fil
     """Every file of the task's Harbor folder: relative path -> (bytes, mode)."""
     options = options or ExportOptions()
     row = task.row
+    if row.kind == "reconstruct":
+        raise HarborError(f"task {row.task_id} is a reconstruct task, which the Harbor export "
+                          "does not support yet; select other kinds with --where \"kind <> "
+                          "'reconstruct'\"")
     files: Files = {
         "task.toml": (dumps(task_config(task, options)).encode(), FILE_MODE),
         "instruction.md": (row.instruction.rstrip("\n").encode() + b"\n", FILE_MODE),

@@ -28,6 +28,7 @@ from schemas.graph import Candidate, WorkflowGraph
 from schemas.records import InstructionStyle, StageName, TaskRow, TrajectoryRow
 from schemas.trace import Trace
 from schemas.verifier import Check, GateResult
+from tasks.cases import Case
 from tasks.describe import Description
 from tasks.instruct import Instruction
 from tasks.llm import LLMClient
@@ -69,6 +70,8 @@ class CandidateContext:
     env: LiveEnvironment = field(init=False)
     """The live environment of execution (the gate may realize a fresh one of its own)."""
     trace: Trace = field(init=False)
+    cases: list[Case] | None = field(init=False)
+    """A reconstruct task's cases, public first (:mod:`tasks.cases`); None on other kinds."""
     before: dict = field(init=False)
     """The probe state the trace started from (the seed plus the repairs' additions)."""
     after: dict = field(init=False)

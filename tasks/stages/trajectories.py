@@ -25,14 +25,16 @@ def task_id_for(eco: Ecosystem, digest: str, graph: WorkflowGraph, instruction: 
 
 
 class Trajectories:
-    """With an LLM, its reasoning is kept where it passes the template's checks."""
+    """With an LLM, its reasoning is kept where it passes the template's checks.  A
+    reconstruct task has no trajectories yet: its trace is the program, not the agent's
+    work (inspecting examples, writing and testing the program)."""
 
     name: StageName = "trajectories"
     phase: Phase = "render_s"
     needs: tuple[str, ...] = (
         "eco", "env", "candidate", "graph", "trace", "before", "checks", "verifier_py",
         "solution_sh", "gate", "required", "instruction", "llm", "run_id", "backend", "image",
-        "generator_version")
+        "generator_version", "cases")
     gives: tuple[str, ...] = ("task", "trajectories")
 
     def run(self, ctx: CandidateContext) -> None:
@@ -40,7 +42,7 @@ class Trajectories:
         task_id = task_id_for(ctx.eco, digest, ctx.graph, ctx.instruction.text,
                               ctx.verifier_py, ctx.solution_sh)
         reasoner = LLMReasoner(ctx.llm) if ctx.llm is not None else None
-        ctx.trajectories = render_trajectories(
+        ctx.trajectories = [] if ctx.cases is not None else render_trajectories(
             ctx.eco, ctx.graph, task_id, ctx.run_id, ctx.instruction, ctx.trace,
             ctx.candidate.seed, reasoner,
             rendering=f"llm:{reasoner.model}" if reasoner else "template")
@@ -50,6 +52,7 @@ class Trajectories:
 def task_row(ctx: CandidateContext, task_id: str, digest: str) -> TaskRow:
     """The accepted task's row."""
     eco, graph, trace, instruction = ctx.eco, ctx.graph, ctx.trace, ctx.instruction
+    cases = ctx.cases
     return TaskRow(
         task_id=task_id, run_id=ctx.run_id, candidate_id=ctx.candidate.candidate_id,
         ecosystem=eco.name, ecosystem_version=f"{eco.spec.version}+{eco.digest}",
@@ -62,6 +65,9 @@ def task_row(ctx: CandidateContext, task_id: str, digest: str) -> TaskRow:
         checks_json=json.dumps([c.model_dump() for c in ctx.checks]),
         graph_json=graph.model_dump_json(), trace_json=trace.model_dump_json(),
         env_digest=digest, initial_state_sha256=state_digest(ctx.before), kind=graph.kind,
+        public_cases=sum(c.public for c in cases) if cases is not None else None,
+        hidden_cases=sum(not c.public for c in cases) if cases is not None else None,
+        cases_json=json.dumps([c.ref() for c in cases]) if cases is not None else None,
         fault=graph.fault, scenario=graph.scenario, image=ctx.image,
         backend=ctx.backend, gate=ctx.gate, needs_observation=ctx.gate.needs_observation,
         generator_version=ctx.generator_version,

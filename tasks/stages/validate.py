@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from schemas.records import StageName
 from tasks.failures import StageFailure
+from tasks.program import program_trace
 from tasks.realize import LiveEnvironment
 from tasks.stages.context import CandidateContext, Phase
-from tasks.validate import run_gate
+from tasks.validate import run_gate, run_reconstruct_gate
 
 
 class Validate:
@@ -14,16 +15,25 @@ class Validate:
     sandbox realized from the seed plus the repairs' additions, which must reproduce the
     state the trace started from.  Every sandbox is closed before the later stages, which
     may wait for an LLM.  A run that requires observation rejects a task the open-loop
-    control solves."""
+    control solves.  A reconstruct task is gated in its execution sandbox, laid out as the
+    agent's workspace (:func:`tasks.validate.run_reconstruct_gate`)."""
 
     name: StageName = "validate"
     phase: Phase = "gate_s"
-    needs: tuple[str, ...] = ("env", "eco", "candidate", "open_sandbox", "trace", "checks",
+    needs: tuple[str, ...] = ("env", "eco", "candidate", "graph", "open_sandbox", "trace",
+                              "checks",
                               "draft", "solution_sh", "verifier_py", "before", "after",
-                              "require_observation")
+                              "require_observation", "cases")
     gives: tuple[str, ...] = ("gate",)
 
     def run(self, ctx: CandidateContext) -> None:
+        if ctx.cases is not None:
+            trace = program_trace(ctx.eco, ctx.graph, ctx.trace)
+            ctx.gate = run_reconstruct_gate(ctx.env.sandbox, ctx.eco, trace, ctx.checks,
+                                            ctx.cases, ctx.draft.text, ctx.solution_sh,
+                                            ctx.verifier_py)
+            ctx.close_sandboxes()
+            return
         env, realized = ctx.env, None
         if ctx.trace.repairs:
             ctx.close_sandboxes()

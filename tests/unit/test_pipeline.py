@@ -31,16 +31,16 @@ class Declared:
 
 
 def test_the_factory_pipeline_runs_its_stages_in_the_documented_order():
-    assert PIPELINE.names == ("sandbox", "execute", "verify", "describe", "draft", "validate",
-                              "instruct", "trajectories")
+    assert PIPELINE.names == ("sandbox", "execute", "cases", "verify", "describe", "draft",
+                              "validate", "instruct", "trajectories")
 
 
 def test_a_stage_whose_needs_no_earlier_stage_gives_is_refused_when_built():
     with pytest.raises(PipelineError) as caught:
         Pipeline(OpenEnvironment(), Verify(), Trajectories())
     assert str(caught.value) == (
-        "stage 'verify' needs trace, before, after, which neither the inputs nor an earlier "
-        "stage give; put a stage that gives it before it")
+        "stage 'verify' needs trace, before, after, cases, which neither the inputs nor an "
+        "earlier stage give; put a stage that gives it before it")
 
 
 def test_stages_in_the_wrong_order_are_refused_when_built():

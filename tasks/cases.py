@@ -1,0 +1,213 @@
+"""The cases of a reconstruct task: several initial states of one layout, each with the
+outcome the reference program leaves in it.
+
+A reconstruct candidate's graph was executed on its own seed (the first public case).
+:func:`case_seeds` picks the other seeds: derived from the candidate's, each laying out
+every seeded path the graph reads and holding the values it names (a program is written
+against a layout).
+:func:`run_cases` realizes each case in the candidate's sandbox, runs the reference
+program (:mod:`tasks.program`) on it and derives the case's checks from its probe delta,
+as a build task's are derived (:func:`tasks.verify.derive_checks`).
+
+The first :data:`CASES_PUBLIC` cases are the agent's examples (their initial and final
+workspaces are kept as tarballs); the other :data:`CASES_HIDDEN` live only in the
+verifier, as their seed files.  A graph is rejected (stage ``cases``) when no such seeds
+are found or a repair added files the layout lacks (``case_layout``), when the program
+fails on a case (``case_failed``), when a case's workspace is too large to ship
+(``case_too_large``) or when its outputs are the same on every hidden case
+(``invariant_outputs``: a program that ignores its input would pass).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+
+from environments.ecosystems import Ecosystem
+from environments.sandbox import Sandbox
+from schemas.graph import WorkflowGraph
+from schemas.trace import Trace
+from schemas.verifier import Check
+from tasks.arguments import Argument, draw_arguments, program_arguments
+from tasks.commands import solution_failure
+from tasks.failures import StageFailure
+from tasks.layout import CASES_HIDDEN, CASES_PUBLIC, layout_seeds, read_paths, with_folders
+from tasks.realize import first_difference, probe, realize, state_without
+from tasks.verify import derive_checks
+
+CONTENT_SCAN = 40
+"""Of those, seeds whose files are generated to look for the values the program names."""
+MIN_NAMED = 3
+"""Shorter values the program names (a count, a flag) are not part of the layout."""
+PROGRAM_TIMEOUT_S = 30.0
+"""How long the program may run on one case (the verifier enforces the same)."""
+TAR_CAP = 512 * 1024
+"""The largest public workspace (gzip tarball, bytes) shipped as an example."""
+_TAR = ("tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf - . "
+        "| gzip -n | base64 -w0")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One initial state and the outcome the reference program leaves in it."""
+
+    name: str
+    seed: int
+    public: bool
+    files: dict[str, bytes]
+    """The seed files (the verifier realizes a hidden case from them)."""
+    checks: list[Check]
+    args: list[str] = field(default_factory=list)
+    """The program's arguments on this case (:mod:`tasks.arguments`)."""
+    input_tar: bytes = field(default=b"", repr=False)
+    """A public case's initial workspace (gzip tarball); empty for a hidden one."""
+    expected_tar: bytes = field(default=b"", repr=False)
+    """A public case's workspace after the program; empty for a hidden one."""
+    after: dict = field(default_factory=dict, repr=False)
+    """The probe state the program left (without the answer file)."""
+
+    @property
+    def outputs(self) -> str:
+        """The expected outputs (every check but the unchanged ones), canonical JSON."""
+        return json.dumps([[c.kind, c.section, c.key, c.expected] for c in self.checks
+                           if c.kind != "unchanged"], sort_keys=True, default=str)
+
+    def ref(self) -> dict:
+        """What the task row records of the case."""
+        return {"name": self.name, "seed": self.seed, "public": self.public,
+                "args": self.args}
+
+
+def reconstruct_verifier_timeout(cases: list[Case]) -> float:
+    """How long a reconstruct verifier may take: setup and program on each hidden case."""
+    return 60.0 + sum(2 * PROGRAM_TIMEOUT_S for c in cases if not c.public)
+
+
+def case_name(index: int) -> str:
+    """``case-a``, ``case-b`` ... for the public cases, ``hidden-a`` ... after them (letters:
+    an instruction's code span never shows a number a task may answer)."""
+    if index < CASES_PUBLIC:
+        return f"case-{'abcdefghij'[index]}"
+    return f"hidden-{'abcdefghij'[index - CASES_PUBLIC]}"
+
+
+def named_values(graph: WorkflowGraph, trace: Trace, paths: set[str],
+                 arguments: list[Argument]) -> set[str]:
+    """The values the program names that came from the seeded state (bound from it or
+    sampled in it), other than its arguments, paths and values shorter than
+    :data:`MIN_NAMED`."""
+    binds = {s.id: s.bind for s in graph.steps}
+    taken = {(a.step_id, a.param) for a in arguments}
+    return {value for st in trace.steps for name, value in st.args.items()
+            if (b := binds.get(st.step_id, {}).get(name)) is not None
+            and b.kind in ("state", "sample") and len(value) >= MIN_NAMED
+            and value.rstrip("/") not in paths and (st.step_id, name) not in taken}
+
+
+def case_seeds(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed: int,
+               arguments: list[Argument], n: int = CASES_PUBLIC + CASES_HIDDEN) -> list[int]:
+    """``seed`` then ``n - 1`` derived seeds of the same layout: each lays out every path
+    the graph reads (:mod:`tasks.layout`), and its seed files hold every value the program
+    names that the candidate's seed files hold (a branch, a column, a table)."""
+    need = read_paths(eco, graph, seed)
+    own = eco.seed_state(seed)
+    named = named_values(graph, trace, need, arguments)
+    paths = {v for v in named if v.rstrip("/") in with_folders(own)}
+    named = {v for v in named - paths if v.encode() in b"\0".join(own.values())}
+    seeds, read = [seed], 0
+    for other in layout_seeds(eco, graph, seed):
+        if len(seeds) == n or read == CONTENT_SCAN:
+            break
+        if not {p.rstrip("/") for p in paths} <= with_folders(eco.state_paths(other)):
+            continue
+        if named:
+            read += 1
+            blob = b"\0".join(eco.seed_state(other).values())
+            if not all(v.encode() in blob for v in named):
+                continue
+        seeds.append(other)
+    if len(seeds) < n:
+        raise StageFailure("cases", "case_layout",
+                           f"{len(seeds) - 1} other seeds lay out "
+                           f"{', '.join(sorted(need | paths | named))} ({read} generated); "
+                           f"{n - 1} needed")
+    return seeds
+
+
+def _workspace_tar(sandbox: Sandbox, name: str) -> bytes:
+    done = sandbox.exec(["bash", "-c", f"set -o pipefail; {_TAR}"], timeout=60)
+    if done.exit_code != 0:
+        raise StageFailure("cases", "environment", f"case {name}: cannot archive the "
+                                                    f"workspace: {done.stderr.strip()[-200:]}")
+    data = base64.b64decode(done.stdout) if not done.truncated else b""
+    if done.truncated or len(data) > TAR_CAP:
+        raise StageFailure("cases", "case_too_large", f"case {name}'s workspace is larger "
+                                                       f"than {TAR_CAP} bytes compressed")
+    return data
+
+
+def run_case(sandbox: Sandbox, eco: Ecosystem, graph: WorkflowGraph, trace: Trace,
+             program: str, name: str, seed: int, public: bool,
+             arguments: list[Argument]) -> Case:
+    """Case ``name``: seed ``seed`` realized in the emptied workspace, the program run on
+    it with the case's arguments (the trace's own on the candidate's seed), its checks
+    derived from the probe delta."""
+    sandbox.exec(["bash", "-c", "find . -mindepth 1 -delete"], timeout=60)
+    files, _ = realize(sandbox, eco, seed)
+    before = probe(sandbox, eco)
+    if name == case_name(0):
+        traced = {st.step_id: st.args for st in trace.steps}
+        args = [traced[a.step_id][a.param] for a in arguments]
+    else:
+        args = draw_arguments(sandbox, eco, graph, trace, arguments, seed, before)
+    input_tar = _workspace_tar(sandbox, name) if public else b""
+    done = sandbox.exec(["bash", "-s", "--", ".", *args], stdin=program.encode(),
+                        timeout=PROGRAM_TIMEOUT_S)
+    if done.exit_code != 0:
+        what = "timed out" if done.timed_out else solution_failure(done.exit_code, done.stderr)
+        raise StageFailure("cases", "case_failed",
+                           f"the program fails on case {name} (seed {seed}): {what}")
+    answer_file = eco.spec.answer_file
+    after = state_without(probe(sandbox, eco), answer_file)
+    if trace.answer is not None:  # this case's answer, as the program wrote it
+        try:
+            answer = sandbox.read_file(answer_file).decode("utf-8", errors="replace")
+        except FileNotFoundError:
+            raise StageFailure("cases", "case_failed", f"the program writes no {answer_file} "
+                                                       f"on case {name} (seed {seed})") from None
+        trace = trace.model_copy(update={"answer": answer})
+    try:
+        checks = derive_checks(eco, trace, before, after)
+    except StageFailure as failure:
+        raise StageFailure("cases", failure.reason,
+                           f"case {name} (seed {seed}): {failure.detail}") from failure
+    return Case(name, seed, public, files, checks, args, input_tar,
+                _workspace_tar(sandbox, name) if public else b"", after)
+
+
+def run_cases(sandbox: Sandbox, eco: Ecosystem, graph: WorkflowGraph, trace: Trace,
+              program: str, seed: int, traced_after: dict | None = None) -> list[Case]:
+    """Every case of the task, public first; the sandbox's workspace is left holding the
+    last one.  On the candidate's own seed the program must end where the trace ended
+    (``traced_after``, when given), else ``case_failed``."""
+    if trace.environment.files or trace.environment.dirs:
+        raise StageFailure("cases", "case_layout",
+                           "a repair added files or folders the ecosystem's layout lacks: "
+                           + ", ".join([*trace.environment.files, *trace.environment.dirs]))
+    arguments = program_arguments(eco, graph)
+    seeds = case_seeds(eco, graph, trace, seed, arguments)
+    cases = [run_case(sandbox, eco, graph, trace, program, case_name(i), s, i < CASES_PUBLIC,
+                      arguments) for i, s in enumerate(seeds)]
+    answer = eco.spec.answer_file
+    where = None if traced_after is None else first_difference(
+        state_without(cases[0].after, answer), state_without(traced_after, answer))
+    if where is not None:
+        raise StageFailure("cases", "case_failed", "on the candidate's own seed the program "
+                                                   f"ends elsewhere than the trace, at {where}")
+    hidden = [c for c in cases if not c.public]
+    if len({c.outputs for c in hidden}) < 2:
+        raise StageFailure("cases", "invariant_outputs",
+                           f"the program's outputs are the same on all {len(hidden)} hidden "
+                           "cases: a program that ignores its input would pass")
+    return cases

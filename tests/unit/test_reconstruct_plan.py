@@ -1,0 +1,103 @@
+"""Reconstruct tasks before any sandbox: the kind in the run's mix, the planner's layout
+filter, the program and its installer, and the leak check over a workspace's files."""
+
+import subprocess
+from collections import Counter
+
+import pytest
+
+from environments.ecosystems import load_ecosystem
+from schemas.graph import WorkflowGraph
+from tasks.cases import Case, case_name
+from tasks.examples import hidden_leaks
+from tasks.layout import CASES_HIDDEN, CASES_PUBLIC, layout_shared, read_paths
+from tasks.mix import DEFAULT_KINDS, parse_kinds
+from tasks.plan import plan_candidates
+from tasks.program import PROGRAM, installer, memorizer_program
+
+
+def test_reconstruct_is_a_kind_of_the_mix_and_not_in_the_default_one():
+    assert parse_kinds("build:2,reconstruct:1") == {"build": 2.0, "reconstruct": 1.0}
+    assert "reconstruct" not in DEFAULT_KINDS
+    planned, _ = plan_candidates(load_ecosystem("files"), 20, run_seed=4)
+    assert not any(c.graph.reconstruct for c in planned)
+
+
+@pytest.mark.parametrize("name", ["files", "sql", "git"])
+def test_reconstruct_graphs_read_a_layout_other_seeds_share(name):
+    eco = load_ecosystem(name)
+    planned, _ = plan_candidates(eco, 12, run_seed=4, kinds={"reconstruct": 1})
+    assert Counter(c.graph.kind for c in planned) == {"reconstruct": 12}
+    shared = [layout_shared(eco, c.graph, c.seed, CASES_PUBLIC + CASES_HIDDEN - 1)
+              for c in planned]
+    assert sum(shared) >= 11, shared
+    for c in planned:
+        assert read_paths(eco, c.graph, c.seed) <= set(eco.state_paths(c.seed)) | {
+            p.rsplit("/", 1)[0] for p in eco.state_paths(c.seed)}
+
+
+def test_a_service_ecosystem_plans_build_tasks_for_reconstruct_weight():
+    planned, _ = plan_candidates(load_ecosystem("service"), 5, run_seed=4,
+                                 kinds={"reconstruct": 1})
+    assert {c.graph.kind for c in planned} == {"build"}
+
+
+def test_a_reconstruct_graph_is_its_own_fingerprint_and_has_no_fault():
+    planned, _ = plan_candidates(load_ecosystem("sql"), 1, run_seed=4, kinds={"reconstruct": 1})
+    graph = planned[0].graph
+    build = graph.model_copy(update={"reconstruct": False})
+    assert graph.fingerprint() != build.fingerprint()
+    with pytest.raises(ValueError, match="no fault"):
+        WorkflowGraph.model_validate({**graph.model_dump(), "fault": "x"})
+
+
+def test_the_installer_writes_the_program_and_the_memorizer_copies_an_example(tmp_path):
+    program = "#!/usr/bin/env bash\nset -eu\ncd \"$1\"\nwc -l < in.txt > out.txt\n"
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    done = subprocess.run(["bash", "-s"], input=installer(program).encode(), cwd=ws,
+                          env={"TASKFACTORY_WORKDIR": str(ws), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0
+    assert (ws / PROGRAM).read_text() == program
+    expected = ws / "examples" / "case-a" / "expected"
+    expected.mkdir(parents=True)
+    (expected / "out.txt").write_text("7\n")
+    (ws / PROGRAM).write_text(memorizer_program("case-a"))
+    target = tmp_path / "target"
+    target.mkdir()
+    (target / "in.txt").write_text("a\nb\n")
+    subprocess.run(["bash", str(ws / PROGRAM), str(target)], check=True)
+    assert (target / "out.txt").read_text() == "7\n"  # whatever the input holds
+
+
+def test_case_names_hold_no_digit():
+    names = [case_name(i) for i in range(CASES_PUBLIC + CASES_HIDDEN)]
+    assert names == ["case-a", "case-b", "hidden-a", "hidden-b", "hidden-c"]
+
+
+def test_hidden_leaks_names_hidden_content_and_ignores_what_public_cases_share():
+    shared = b"id,name,city,plan,created_at\n"
+    public = Case("case-a", 1, True, {"data/c.csv": shared + b"1,Ann Lee,Oslo,pro,2026-01-02\n"},
+                  [])
+    hidden = Case("hidden-a", 2, False,
+                  {"data/c.csv": shared + b"2,Bob Stone,Lima,free,2026-03-04\n"}, [])
+    clean = {"examples/case-a/input/data/c.csv": public.files["data/c.csv"]}
+    assert hidden_leaks(clean, [public, hidden]) == []
+    leaked = {**clean, "notes.txt": b"x 2,Bob Stone,Lima,free,2026-03-04 y"}
+    assert hidden_leaks(leaked, [public, hidden]) == ["hidden-a:data/c.csv"]
+
+
+def test_sampled_values_become_arguments_where_the_command_takes_them_as_one_word():
+    from tasks.arguments import program_arguments
+
+    eco = load_ecosystem("sql")
+    planned, _ = plan_candidates(eco, 30, run_seed=4, kinds={"reconstruct": 1})
+    found = [(c.graph, a) for c in planned for a in program_arguments(eco, c.graph)]
+    assert found
+    for graph, a in found:
+        step = next(s for s in graph.steps if s.id == a.step_id)
+        assert step.bind[a.param].kind == "sample"
+        command = eco.spec.tool(step.tool).command
+        assert f"{{{{ {a.param} }}}}" in command or f"{{{{ {a.param} | sql }}}}" in command
+    positions = [[a.position for a in program_arguments(eco, c.graph)] for c in planned]
+    assert all(p == list(range(2, 2 + len(p))) for p in positions)
