@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from schemas.ecosystem import NEW_NAME_NOTE
 from schemas.records import Message
@@ -36,8 +37,12 @@ SHELL_TOOL = "bash"
 """The terminal view's one tool: its calls' commands are checked name by name."""
 
 _WORD = re.compile(r"\w")
+_APART = "\x00"
+"""Joins the texts a value is looked for in, searched at once: not a word character, so
+a token ends at it as at the end of a text, and a value without it cannot span two."""
 
 
+@lru_cache(maxsize=4096)
 def _pattern(value: str) -> re.Pattern[str]:
     left = r"(?<!\w)(?<!\w\.)" if _WORD.match(value[:1]) else ""
     right = r"(?!\w)(?!\.\w)" if _WORD.match(value[-1:]) else ""
@@ -49,7 +54,9 @@ def appears(value: str, texts: Sequence[str]) -> bool:
     if not value:
         return True
     pattern = _pattern(value)
-    return any(pattern.search(t) for t in texts)
+    if _APART in value:
+        return any(pattern.search(t) for t in texts)
+    return pattern.search(_APART.join(texts)) is not None
 
 
 def value_text(value: object) -> str:
@@ -76,9 +83,8 @@ class Visible:
 
     def value(self, value: object, tool: str) -> bool:
         """Is an argument value of a call to ``tool`` grounded?"""
-        text = value_text(value)
-        return (any(appears(text, [s]) for s in self.spans)
-                or appears(text, [self.schemas.get(tool, ""), *self.observations, *self.own]))
+        return appears(value_text(value), [*self.spans, self.schemas.get(tool, ""),
+                                           *self.observations, *self.own])
 
     def quote(self, quoted: str) -> bool:
         """May an assistant quote ``quoted`` (in a code span) at this point?"""

@@ -37,18 +37,18 @@ from functools import lru_cache
 from pathlib import Path
 
 import jinja2
-import yaml
 
 from environments.ecosystems import Ecosystem
 from schemas.graph import WorkflowGraph
 from schemas.records import InstructionStyle
 from schemas.trace import Trace
 from schemas.verifier import Check
+from schemas.yaml_text import load_yaml
 from tasks.compose import Composer, render_phrase
 from tasks.deliverables import changes_in_place, flow
 
 TEMPLATES = Path(__file__).parent / "templates"
-PHRASES: dict = yaml.safe_load((TEMPLATES / "instruction_phrases.yaml").read_text())
+PHRASES: dict = load_yaml((TEMPLATES / "instruction_phrases.yaml").read_text())
 STYLES: tuple[InstructionStyle, ...] = ("goal", "spec", "step")
 DEFAULT_STYLE: InstructionStyle = "goal"
 _RNG_NAMES = {"goal": "deliverables", "spec": "goal", "step": "step"}

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from functools import lru_cache
 
 _REDIRECTS = {"<", ">", ">>", "&>", ">&", "<<<"}
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -133,6 +134,13 @@ def _code(word: str) -> list[str]:
 
 def command_names(command: str) -> list[str]:
     """The names ``command`` uses (see the module doc), in order, without repeats."""
+    return list(_command_names(command))
+
+
+@lru_cache(maxsize=1024)
+def _command_names(command: str) -> tuple[str, ...]:
+    """:func:`command_names`, remembered: a trace's commands recur in every trajectory of
+    the task, and shell words are slow to split."""
     names: list[str] = []
     created: list[str] = []
     previous = ""
@@ -153,4 +161,4 @@ def command_names(command: str) -> list[str]:
         for name in found:
             if name not in names:
                 names.append(name)
-    return [n for n in names if n not in created]
+    return tuple(n for n in names if n not in created)

@@ -26,6 +26,7 @@ from environments.ecosystems import worker as inprocess
 from environments.ecosystems.code import isolated, load_functions
 from environments.ecosystems.usercode import UserCodeError
 from schemas.ecosystem import EcosystemSpec, type_satisfies
+from schemas.yaml_text import load_yaml
 
 BUILTIN_DIR = Path(__file__).parent
 SPEC_FILE = "ecosystem.yaml"
@@ -103,7 +104,7 @@ def _probe_parts(folder: Path, probe: str | list[str]) -> list[Path]:
         if file or not spec_file.is_file():
             parts.append(spec_file.parent / (file or "no-such-probe"))
             continue
-        own = yaml.safe_load(spec_file.read_text()).get("probe", [])
+        own = load_yaml(spec_file.read_text()).get("probe", [])
         parts += [spec_file.parent / p for p in ([own] if isinstance(own, str) else own)]
     return parts
 
@@ -189,7 +190,7 @@ def load_ecosystem(name_or_path: str) -> Ecosystem:
     if not spec_file.is_file():
         raise EcosystemError(f"{spec_file}: missing; an ecosystem folder needs {SPEC_FILE}")
     try:
-        raw = yaml.safe_load(spec_file.read_text())
+        raw = load_yaml(spec_file.read_text())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""

@@ -19,9 +19,16 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 
 PRELOADED = ("argparse", "collections", "contextlib", "csv", "hashlib", "io", "json",
              "sqlite3", "subprocess", "traceback", "types")
+COMPILED_KEPT = 32
+"""Scripts whose compiled code the runner keeps: a task's verifier and its ecosystem's
+probe run a dozen times each, and compiling a verifier costs a few ms every time."""
+
+_compiled: dict[bytes, object] = {}
+_compiled_lock = threading.Lock()
 
 
 def preload() -> None:
@@ -54,17 +61,36 @@ class Forked:
         return self.returncode
 
 
+def _code(source: bytes) -> object:
+    """``source`` compiled as the child would compile it, from the runner's last
+    ``COMPILED_KEPT`` scripts; None when it does not compile (the child then compiles it
+    again, and reports the error as ``python3 -`` would)."""
+    with _compiled_lock:
+        code = _compiled.pop(source, None)
+    if code is None:
+        try:
+            code = compile(source, "<stdin>", "exec", dont_inherit=True)
+        except (SyntaxError, ValueError):
+            return None
+    with _compiled_lock:
+        while len(_compiled) >= COMPILED_KEPT:
+            _compiled.pop(next(iter(_compiled)))
+        _compiled[source] = code  # the most recent last
+    return code
+
+
 def spawn_python(source: bytes, args: list[str], cwd: str, env: dict[str, str]) -> Forked:
     """Fork a child in its own process group that runs ``source`` as ``__main__``."""
+    code = _code(source)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child never returns
-        code = 1
+        status = 1
         try:
-            code = _child(source, args, cwd, env, out_w, err_w)
+            status = _child(code or source, args, cwd, env, out_w, err_w)
         finally:
-            os._exit(code)
+            os._exit(status)
     os.close(out_w)
     os.close(err_w)
     # also here, so that a group signal sent right after fork reaches the child (which
@@ -74,8 +100,9 @@ def spawn_python(source: bytes, args: list[str], cwd: str, env: dict[str, str]) 
     return Forked(pid, out_r, err_r)
 
 
-def _child(source: bytes, args: list[str], cwd: str, env: dict[str, str], out_w: int,
+def _child(source: object, args: list[str], cwd: str, env: dict[str, str], out_w: int,
            err_w: int) -> int:
+    """Run ``source`` (bytes, or the code compiled from them) as the script."""
     os.setpgid(0, 0)
     null = os.open(os.devnull, os.O_RDONLY)
     for fd, target in ((null, 0), (out_w, 1), (err_w, 2)):
@@ -97,7 +124,9 @@ def _child(source: bytes, args: list[str], cwd: str, env: dict[str, str], out_w:
     sys.modules["__main__"] = main
     code = 0
     try:
-        exec(compile(source, "<stdin>", "exec"), main.__dict__)
+        script = (compile(source, "<stdin>", "exec", dont_inherit=True)
+                  if isinstance(source, bytes) else source)
+        exec(script, main.__dict__)  # type: ignore[arg-type]
     except SystemExit as e:
         code = _exit_code(e.code)
     except BaseException as e:

@@ -305,3 +305,15 @@ def test_snapshot_and_restore_trees(runner: Runner, tmp_path: Path) -> None:
         assert "error" not in op("restore", snap, work)
         assert _tree(work) == before
     assert op("restore", tmp_path / "gone", work)["error"] == "notfound"
+
+
+def test_the_runner_compiles_a_script_once_while_it_is_among_the_recent_ones():
+    from environments.runner import pyfork
+
+    verifier = b"print('verified')\n"
+    first = pyfork._code(verifier)
+    assert first is not None and pyfork._code(verifier) is first
+    for n in range(pyfork.COMPILED_KEPT):
+        pyfork._code(f"print({n})\n".encode())
+    assert pyfork._code(verifier) is not first  # pushed out by newer scripts: compiled again
+    assert pyfork._code(b"def (:\n") is None  # the child compiles it and reports the error
