@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from schemas.records import SCHEMA_VERSION
 from tasks.dataset.manifest import load_manifest
 
 V1 = Path(__file__).parents[1] / "fixtures" / "datasets" / "v1"
@@ -90,14 +91,18 @@ def test_card_has_hf_configs_counts_and_png_plots(data):
         assert width >= 300 and height >= 200
 
 
+NEWER = SCHEMA_VERSION + 1
+"""A schema version this taskfactory does not read yet."""
+
+
 @pytest.mark.parametrize("setup,args,needle", [
     ("none", ["--resume"], "no dataset at"),
     ("v1", ["--resume"], "no interrupted run in"),
     ("v1", ["--resume", "nosuch"], "--resume nosuch: no such run"),
     ("v1", ["--resume", "--tasks", "5"], "drop --tasks"),
     ("v1", ["--resume", "--require-observation"], "drop --require-observation"),
-    ("newer", [], "holds schema version 9; this taskfactory reads versions 1 to"),
-    ("newer", ["--resume"], "holds schema version 9"),
+    ("newer", [], f"holds schema version {NEWER}; this taskfactory reads versions 1 to"),
+    ("newer", ["--resume"], f"holds schema version {NEWER}"),
 ])
 def test_bad_resume_and_dataset_input(tmp_path, setup, args, needle):
     data = tmp_path / "data"
@@ -105,7 +110,7 @@ def test_bad_resume_and_dataset_input(tmp_path, setup, args, needle):
         shutil.copytree(V1, data)
     if setup == "newer":
         raw = json.loads((data / "_manifest.json").read_text())
-        (data / "_manifest.json").write_text(json.dumps({**raw, "schema_version": 9}))
+        (data / "_manifest.json").write_text(json.dumps({**raw, "schema_version": NEWER}))
     before = sorted(p.name for p in data.rglob("*")) if data.exists() else []
     proc = run_cli("run", *args, "--data", data, "--backend", "local") if "--resume" not in args \
         else run_cli("run", *args, "--data", data)
