@@ -10,12 +10,15 @@ Layout of a sandbox root (``tempfile.mkdtemp(prefix=f"taskfactory-{run_id}-")``)
 Commands get a clean environment, their own session/process group (a timeout SIGKILLs the
 whole group, and every process that inherited the exec's ``TF_EXEC_ID``) and rlimits:
 RLIMIT_AS (memory_mb), RLIMIT_CPU (cpu_seconds), RLIMIT_FSIZE (max_file_mb), set by
-``prlimit`` (util-linux) in the command's own process. Paths given
-as "/workspace/..." (the docker workdir) map into the temp workspace; paths escaping the
-sandbox root raise SandboxError.
+``prlimit`` (util-linux) in the command's own process.  Where the host lets this process
+make a pids cgroup (root), each sandbox's commands share one with ``pids.max``
+(:mod:`environments.local.pids`), and closing the sandbox kills what is left in it.  Paths
+given as "/workspace/..." (the docker workdir) map into the temp workspace; paths escaping
+the sandbox root raise SandboxError.
 
 Known gaps versus the docker backend (weaker isolation -- use docker for untrusted code):
-no network isolation; no pids limit (RLIMIT_NPROC is per-user and not enforced for root);
+no network isolation; no pids limit where no pids cgroup can be made (RLIMIT_NPROC is
+per-user, and not enforced for root);
 commands run as the calling user and can read the rest of the host filesystem; a process
 that leaves the command's session and clears its environment (``env -i setsid ...``)
 escapes the timeout kill (the docker backend also kills by start time: there every
@@ -40,6 +43,7 @@ import uuid
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
 
+from environments.local.pids import open_group, remove_group
 from environments.runner import procs
 from environments.sandbox import (
     DEFAULT_READ_MAX,
@@ -118,6 +122,7 @@ class LocalSandbox(Sandbox):
         self._snapdir = os.path.join(root, "snapshots")
         self._procs: set[int] = set()  # running process groups, killed by close()
         self._procs_lock = threading.Lock()
+        self._pids = open_group(os.path.basename(root))
 
     def _resolve(self, path: str) -> str:
         """Host path for a sandbox path; SandboxError if it escapes the sandbox root."""
@@ -144,6 +149,11 @@ class LocalSandbox(Sandbox):
             opts.append(f"--{name}={val}:{val}")
         return [PRLIMIT, *opts, "--", *argv]
 
+    def _confined(self, argv: list[str]) -> list[str]:
+        """``argv`` under the rlimits, run from inside the sandbox's pids group if any."""
+        argv = self._limited(argv)
+        return self._pids.wrap(argv) if self._pids else argv
+
     def _exec(self, argv: list[str], timeout: float, workdir: str | None,
               env: dict[str, str] | None, stdin: bytes | None) -> ExecResult:
         cwd = self._resolve(workdir) if workdir else self.workdir
@@ -159,7 +169,7 @@ class LocalSandbox(Sandbox):
             with self._procs_lock:
                 self._check_open()
                 proc = subprocess.Popen(
-                    self._limited(argv), cwd=cwd, env=full_env, start_new_session=True,
+                    self._confined(argv), cwd=cwd, env=full_env, start_new_session=True,
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                     stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                 )  # fmt: skip
@@ -254,6 +264,8 @@ class LocalSandbox(Sandbox):
         with self._procs_lock:
             for pgid in self._procs:
                 _killpg(pgid)
+        if self._pids:
+            self._pids.remove()
         shutil.rmtree(self.root, ignore_errors=True)
 
 
@@ -291,6 +303,7 @@ class LocalProvider(SandboxProvider):
             if root in mine:
                 mine[root].close()
             else:
+                remove_group(os.path.basename(root))
                 shutil.rmtree(root, ignore_errors=True)
             removed += 1
         return removed

@@ -24,6 +24,7 @@ import pytest
 
 from environments.config import BackendConfig
 from environments.docker.config import DockerConfig
+from environments.local.pids import V1_ROOT, open_group
 from environments.registry import make_provider, resolve_backend
 from environments.sandbox import (
     Sandbox,
@@ -409,6 +410,38 @@ def test_local_rlimits_hold_and_no_python_runs_between_fork_and_exec(
 
 _AT_FORK: list[bool] = []
 """Set while the test above runs: at-fork hooks cannot be unregistered."""
+
+
+@pytest.mark.parametrize("local", ["local", *THIRD_PARTY])
+def test_local_pids_limit_holds_where_the_host_allows_it(providers: _Providers,
+                                                         local: str) -> None:
+    """As root (CI), each local sandbox has its own pids group: spawning past the limit
+    fails inside the command, and closing the sandbox kills what is left and removes it."""
+    probe = open_group("probe-" + uuid.uuid4().hex[:8])
+    if probe is None:
+        assert os.geteuid() != 0 or not os.path.isdir(V1_ROOT), "root, yet no pids group"
+        pytest.skip("this host does not let this user make a pids cgroup")
+    probe.remove()
+    with providers.get(local).sandbox() as s:
+        group = s._pids  # type: ignore[attr-defined]
+        spawn = s.exec(["bash", "-c", "for i in $(seq 300); do sleep 3 & done; wait"],
+                       timeout=20)
+        assert "Resource temporarily unavailable" in spawn.stderr  # the pids limit bites
+        left = s.exec(["bash", "-c", "setsid sh -c 'echo $$ > p; exec sleep 60' >/dev/null "
+                       "2>&1 </dev/null & until [ -s p ]; do sleep 0.01; done; cat p"],
+                      timeout=10)  # out of the command's group: only the cgroup holds it
+        assert left.exit_code == 0 and _running(int(left.stdout))
+    assert not os.path.exists(group.path)
+    assert not _running(int(left.stdout))  # closing the sandbox killed the leftover
+
+
+def _running(pid: int) -> bool:
+    """``pid`` exists and is not a zombie (an orphan's zombie waits for its reaper)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 # ---- docker hardening ------------------------------------------------------------------
 
