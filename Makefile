@@ -45,7 +45,7 @@ test: venv
 	@$(MAKE) --no-print-directory image || echo "test: no Docker engine; Docker-backed tests will be skipped"
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
-	$(VENV)/bin/pytest -ra $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -ra --durations=25 $(PYTEST_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .
