@@ -3,7 +3,8 @@
 
 ``export harbor`` reads the dataset's accepted tasks (``--where`` filters them), renders
 and checks every folder, and only then writes each one in place; it imports neither
-Prefect nor Docker (``--check`` imports Docker).  ``check-harbor`` builds and runs
+Prefect nor Docker (``--check`` imports Docker, and so does a reconstruct task, whose
+public examples are made in a sandbox).  ``check-harbor`` builds and runs
 exported folders the way Harbor does, with the gate's controls, ``--workers`` at a time:
 one line per folder, then a summary per ecosystem.  Exit code 0 when every folder passed,
 1 when one did not, 2 on bad input (nothing written); containers and images the check

@@ -4,7 +4,8 @@ The workspace holds ``examples/<case>/input/`` (a public case's initial state),
 ``examples/<case>/expected/`` (the state the program must leave in it) and
 ``examples/<case>/args.json`` (the program's arguments on it, a JSON list) for every public
 case; the agent writes its program at ``solution/run.sh`` (:mod:`tasks.program`).
-:func:`write_examples` lays it out in a sandbox; :func:`hidden_leaks` names every hidden
+:func:`write_examples` lays it out in a sandbox (and the Harbor export in an image, with
+the same :func:`unpacking`); :func:`hidden_leaks` names every hidden
 case's seed content found in a workspace's files.
 """
 
@@ -47,10 +48,10 @@ def example_files(cases: Iterable[Case]) -> dict[str, bytes]:
     return files
 
 
-def write_examples(sandbox: Sandbox, cases: Iterable[Case]) -> None:
-    """Empty the sandbox's workspace and unpack the public examples into it (modes, links
-    and empty folders as the tarballs hold them)."""
-    sandbox.exec(["bash", "-c", "find . -mindepth 1 -delete"], timeout=60)
+def unpacking(cases: Iterable[Case]) -> tuple[dict[str, bytes], str]:
+    """How the public examples are laid out in an empty workspace: the files to write
+    (relative paths: each example's arguments and its tarballs) and the bash script that,
+    run in the workspace, unpacks the tarballs into place and deletes them."""
     blobs, script = {}, ["set -euo pipefail"]
     for case in cases:
         if not case.public:
@@ -60,8 +61,16 @@ def write_examples(sandbox: Sandbox, cases: Iterable[Case]) -> None:
             where, tgz = f"{EXAMPLES}/{case.name}/{part}", f".{case.name}-{part}.tgz"
             blobs[tgz] = blob
             script.append(f"mkdir -p {where} && tar -xzf {tgz} -C {where} && rm {tgz}")
+    return blobs, "\n".join(script)
+
+
+def write_examples(sandbox: Sandbox, cases: Iterable[Case]) -> None:
+    """Empty the sandbox's workspace and unpack the public examples into it (modes, links
+    and empty folders as the tarballs hold them)."""
+    sandbox.exec(["bash", "-c", "find . -mindepth 1 -delete"], timeout=60)
+    blobs, script = unpacking(cases)
     sandbox.write_files(blobs)
-    done = sandbox.exec(["bash", "-c", "\n".join(script)], timeout=60)
+    done = sandbox.exec(["bash", "-c", script], timeout=60)
     if done.exit_code != 0:
         raise StageFailure("validate", "environment", "cannot lay out the examples: "
                                                       f"{done.stderr.strip()[-200:]}")

@@ -5,14 +5,16 @@ the way Harbor runs them.
 - :mod:`~tasks.harbor.export` — one task as a folder (``task.toml``, instruction,
   solution, tests) and writing folders in place;
 - :mod:`~tasks.harbor.environment` — its ``environment/``: the Dockerfile and context that
-  rebuild the environment the factory validated;
+  rebuild the environment the factory validated (a reconstruct task's: the agent's
+  workspace of public examples; its hidden cases are only in ``tests/``);
 - :mod:`~tasks.harbor.toml` — the TOML writer ``task.toml`` needs;
 - :mod:`~tasks.harbor.container` — a container of an exported image, driven as Harbor does;
 - :mod:`~tasks.harbor.identity` — is the rebuilt environment the factory's?
 - :mod:`~tasks.harbor.check` — build each folder's image and run the gate's controls
   (:mod:`tasks.controls`) in its containers.
 
-Exporting imports neither Prefect nor Docker.
+Exporting imports neither Prefect nor Docker, except for a reconstruct task: its public
+examples are made afresh in a sandbox of its environment (:mod:`tasks.rebuild`).
 """
 
 

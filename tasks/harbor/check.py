@@ -5,7 +5,9 @@ control of :mod:`tasks.controls` that applies to the task, each in a fresh conta
 (:class:`tasks.harbor.host.ContainerHost`), and compare the environment of the first one
 with a fresh factory realization (:mod:`tasks.harbor.identity`).  A folder passes when it
 is identical and every control scored as it must: the reference 1 (its ``solve.sh``
-exiting 0), every other control 0.
+exiting 0), every other control 0.  On a reconstruct folder the controls are the gate's
+for that kind (:attr:`tasks.harbor.source.ExportTask.controlled`): no program 0, the
+reference program 1, the memorizer and the reference program minus its last write 0.
 """
 
 from __future__ import annotations

@@ -17,6 +17,12 @@ uid 1000 in ``/workspace``, the repairs' additions (folders, then files), and th
 - for a service, an entrypoint that runs the factory's own start-and-wait command, then
   the container's command (Harbor's compose file runs ``sleep infinity``).
 
+A reconstruct task's workspace is the agent's, as its gate lays it out: instead of the
+seed, the setup and the additions, ``COPY`` of the public examples' arguments and
+tarballs (each case's input and the reference program's output on it, made afresh by
+:func:`tasks.rebuild.rebuilt_cases`) and a ``RUN`` as uid 1000 that unpacks them into
+``examples/<case>/{input,expected}/``.  No hidden case is in the build context.
+
 Nothing of ``tests/`` or ``solution/`` is copied into the image.
 """
 
@@ -31,6 +37,8 @@ from environments.docker.images import dockerfile
 from environments.ecosystems import Ecosystem
 from schemas.records import TaskRow
 from schemas.trace import EnvAdditions
+from tasks.cases import Case
+from tasks.examples import unpacking
 from tasks.harbor import HarborError
 from tasks.realize import env_digest, service_start_command
 
@@ -99,14 +107,22 @@ def entrypoint_script(eco: Ecosystem) -> str:
     ]) + "\n"
 
 
-def environment_files(task: TaskRow, eco: Ecosystem, additions: EnvAdditions) -> Files:
-    """Every file of ``environment/``: the Dockerfile and its build context."""
-    seeds = seed_files(task, eco, additions)
+def environment_files(task: TaskRow, eco: Ecosystem, additions: EnvAdditions,
+                      cases: list[Case] | None = None) -> Files:
+    """Every file of ``environment/``: the Dockerfile and its build context.  With
+    ``cases`` (a reconstruct task's), the workspace is the agent's: the public examples
+    unpacked as the gate lays them out (:func:`tasks.examples.unpacking`), and nothing of
+    the seed or of a hidden case."""
     config = DockerConfig()
     user = config.user
     spec = eco.spec
     packages = sorted({*spec.image.packages, *additions.packages})
-    out: Files = {f"workspace/{p}": (data, FILE_MODE) for p, data in sorted(seeds.items())}
+    if cases is None:
+        seeds = seed_files(task, eco, additions)
+        out: Files = {f"workspace/{p}": (data, FILE_MODE) for p, data in sorted(seeds.items())}
+    else:
+        blobs, unpack = unpacking(cases)
+        out = {f"workspace/{p}": (data, FILE_MODE) for p, data in sorted(blobs.items())}
     for name in spec.image.support:
         out[f"support/{name}"] = ((eco.folder / name).read_bytes(), FILE_MODE)
     text = dockerfile(base_image(task), eco.name, packages, spec.image.support).rstrip("\n")
@@ -115,12 +131,33 @@ def environment_files(task: TaskRow, eco: Ecosystem, additions: EnvAdditions) ->
         f"seed {task.seed}.",
         "# The ecosystem image, as the factory builds it:",
         text,
-        "# The seeded workspace, owned by the sandbox user, then the ecosystem's setup:",
     ]
-    if seeds:
-        lines.append(f"COPY --chown={user} workspace/ {config.workdir}/")
-    if spec.setup:
-        lines.append(_run(spec.setup))
+    if cases is not None:
+        lines += ["# The agent's workspace: the public examples, unpacked by the sandbox user:",
+                  f"COPY --chown={user} workspace/ {config.workdir}/", _run(unpack)]
+    else:
+        lines += _seeded(task, eco, additions, out, bool(seeds))
+    if spec.service:
+        out["entrypoint.sh"] = (entrypoint_script(eco).encode(), EXEC_MODE)
+        lines += ["# The service starts with the container and is ready before its command runs:",
+                  f"COPY entrypoint.sh {ENTRYPOINT}",
+                  f'ENTRYPOINT ["bash", "{ENTRYPOINT}"]',
+                  'CMD ["sleep", "infinity"]']
+    lines.append(f"LABEL taskfactory.image=harbor-task taskfactory.task={task.task_id}")
+    out["Dockerfile"] = ("\n".join(lines).encode() + b"\n", FILE_MODE)
+    return out
+
+
+def _seeded(task: TaskRow, eco: Ecosystem, additions: EnvAdditions, out: Files,
+            seeded: bool) -> list[str]:
+    """The Dockerfile lines of a build or fix task's workspace: the seed files, the
+    setup, the repairs' additions (whose files go into ``out``)."""
+    user, workdir = DockerConfig().user, DockerConfig().workdir
+    lines = ["# The seeded workspace, owned by the sandbox user, then the ecosystem's setup:"]
+    if seeded:
+        lines.append(f"COPY --chown={user} workspace/ {workdir}/")
+    if eco.spec.setup:
+        lines.append(_run(eco.spec.setup))
     if additions.dirs or additions.files:
         lines.append("# What the repairs of the reference trace added:")
     if additions.dirs:
@@ -131,13 +168,5 @@ def environment_files(task: TaskRow, eco: Ecosystem, additions: EnvAdditions) ->
         for path, text_ in sorted(additions.files.items()):
             rel = _relative(path, "added file", task)
             out[f"additions/{rel}"] = (text_.encode(), FILE_MODE)
-        lines.append(f"COPY --chown={user} additions/ {config.workdir}/")
-    if spec.service:
-        out["entrypoint.sh"] = (entrypoint_script(eco).encode(), EXEC_MODE)
-        lines += ["# The service starts with the container and is ready before its command runs:",
-                  f"COPY entrypoint.sh {ENTRYPOINT}",
-                  f'ENTRYPOINT ["bash", "{ENTRYPOINT}"]',
-                  'CMD ["sleep", "infinity"]']
-    lines.append(f"LABEL taskfactory.image=harbor-task taskfactory.task={task.task_id}")
-    out["Dockerfile"] = ("\n".join(lines).encode() + b"\n", FILE_MODE)
-    return out
+        lines.append(f"COPY --chown={user} additions/ {workdir}/")
+    return lines

@@ -10,14 +10,22 @@ Layout (Harbor's ``TaskPaths``)::
       tests/test.sh        runs tests/verify.py on /workspace, writes /logs/verifier/reward.*
       tests/verify.py      the standalone verifier (``TaskRow.verifier_py``, stdlib only)
 
+A reconstruct task's folder has the same files: ``environment/`` makes the agent's
+workspace, the public examples (made afresh by running the reference program on each
+public case in the task's environment, so exporting one needs a Docker engine);
+``solution/solve.sh`` installs the reference program at ``solution/run.sh``; the hidden
+cases are only in ``tests/verify.py``, which runs the program on a fresh copy of each and
+writes ``reward.json`` with the fraction of cases and checks passed.  Its verifier timeout
+covers the program on every hidden case.
+
 ``task.toml`` follows Harbor's ``TaskConfig``: the agent runs as the sandbox user
 (uid 1000, like the factory's tools), the verifier as root (Harbor's default user); the
 environment gets the factory's CPU quota; ``[metadata.taskfactory]`` carries the task's
 provenance and every ``gate.*`` result.
 
 :func:`render_folder` raises :class:`tasks.harbor.HarborError` for a task that cannot be
-exported as it is (a reconstruct task, whose environment would be its examples, is not
-exported yet); :func:`write_folder` writes one folder under a hidden temporary name
+exported as it is (its ecosystem changed, its examples cannot be made again or would
+show a hidden case); :func:`write_folder` writes one folder under a hidden temporary name
 and renames it into place.
 """
 
@@ -30,6 +38,8 @@ from pathlib import Path
 from typing import Literal
 
 from environments.docker.config import DockerConfig
+from tasks.cases import Case, reconstruct_verifier_timeout
+from tasks.examples import example_files, hidden_leaks
 from tasks.harbor import HarborError
 from tasks.harbor.environment import EXEC_MODE, FILE_MODE, Files, environment_files
 from tasks.harbor.source import ExportTask
@@ -55,16 +65,26 @@ class ExportOptions:
     """Room for an agent's own processes too (the factory's tools ran within 512 MB)."""
 
 
-def test_sh(task_id: str) -> str:
+def test_sh(task_id: str, reconstruct: bool = False) -> str:
     """``tests/test.sh``: the verifier on the final workspace; a verifier that crashes
-    before writing a reward counts as a failure (reward 0)."""
+    before writing a reward counts as a failure (reward 0).  A reconstruct task's verifier
+    runs the program the workspace holds on each hidden case it carries."""
     workdir = DockerConfig().workdir
+    what = ([f"# library only; installs nothing, needs no network) on the final state of "
+             f"{workdir}.",
+             f"# Writes {LOGS_DIR}/reward.txt (1 or 0), reward.json (reward, checks_passed,",
+             "# checks_total) and details.json (one entry per check)."]
+            if not reconstruct else
+            ["# library only; installs nothing, needs no network): it runs the program in "
+             f"{workdir} on",
+             "# a fresh copy of each hidden case it carries.  Writes "
+             f"{LOGS_DIR}/reward.txt (1 or 0),",
+             "# reward.json (reward, cases and checks passed, their fractions, each level) and",
+             "# details.json (one entry per check of each case)."])
     return "\n".join([
         "#!/usr/bin/env bash",
         f"# Verifier of taskfactory task {task_id}: runs tests/verify.py (Python standard",
-        f"# library only; installs nothing, needs no network) on the final state of {workdir}.",
-        f"# Writes {LOGS_DIR}/reward.txt (1 or 0), reward.json (reward, checks_passed,",
-        "# checks_total) and details.json (one entry per check).",
+        *what,
         "set -u",
         f"mkdir -p {LOGS_DIR}",
         f'python3 "$(dirname "$0")/verify.py" --root {workdir} --logs {LOGS_DIR}',
@@ -117,23 +137,58 @@ def task_config(task: ExportTask, options: ExportOptions) -> dict[str, object]:
 
 
 def render_folder(task: ExportTask, options: ExportOptions | None = None) -> Files:
-    """Every file of the task's Harbor folder: relative path -> (bytes, mode)."""
+    """Every file of the task's Harbor folder: relative path -> (bytes, mode).  A
+    reconstruct task's public examples are made afresh in its environment, which needs a
+    Docker engine (:func:`reconstruct_cases`)."""
     options = options or ExportOptions()
     row = task.row
-    if row.kind == "reconstruct":
-        raise HarborError(f"task {row.task_id} is a reconstruct task, which the Harbor export "
-                          "does not support yet; select other kinds with --where \"kind <> "
-                          "'reconstruct'\"")
+    cases = reconstruct_cases(task) if task.reconstruct else None
+    config = task_config(task, options)
+    if cases is not None:  # the verifier runs the program on every hidden case
+        verifier = config["verifier"]
+        assert isinstance(verifier, dict)
+        verifier["timeout_sec"] = max(options.verifier_timeout_s,
+                                      reconstruct_verifier_timeout(cases))
     files: Files = {
-        "task.toml": (dumps(task_config(task, options)).encode(), FILE_MODE),
+        "task.toml": (dumps(config).encode(), FILE_MODE),
         "instruction.md": (row.instruction.rstrip("\n").encode() + b"\n", FILE_MODE),
         "solution/solve.sh": (row.solution_sh.encode(), EXEC_MODE),
-        "tests/test.sh": (test_sh(row.task_id).encode(), EXEC_MODE),
+        "tests/test.sh": (test_sh(row.task_id, task.reconstruct).encode(), EXEC_MODE),
         "tests/verify.py": (row.verifier_py.encode(), FILE_MODE),
     }
-    env = environment_files(row, task.eco, task.trace.environment)
+    env = environment_files(row, task.eco, task.trace.environment, cases)
     files.update({f"environment/{path}": entry for path, entry in env.items()})
     return files
+
+
+def reconstruct_cases(task: ExportTask) -> list[Case]:
+    """A reconstruct task's cases, its public examples made afresh
+    (:func:`tasks.rebuild.rebuilt_cases`); HarborError when no engine answers, when they
+    are not the ones the task was gated with, or when the examples hold a byte of a hidden
+    case (:func:`tasks.examples.hidden_leaks`)."""
+    from environments.sandbox import SandboxError
+    from tasks.failures import StageFailure
+    from tasks.rebuild import fresh_environments, rebuilt_cases
+
+    row = task.row
+    try:
+        with fresh_environments(task, f"export-{os.getpid()}") as open_sandbox, \
+                open_sandbox(()) as sandbox:
+            cases = rebuilt_cases(task, sandbox)
+    except SandboxError as exc:
+        raise HarborError(f"task {row.task_id} is a reconstruct task, whose examples are made "
+                          f"in a sandbox, and none opens ({exc}); start a Docker engine with "
+                          "`make engine`, or leave reconstruct tasks out with --where "
+                          "\"kind <> 'reconstruct'\"") from None
+    except StageFailure as exc:
+        raise HarborError(f"task {row.task_id}: its public examples cannot be made again "
+                          f"({exc.reason}: {exc.detail}); export it with the taskfactory and "
+                          "ecosystem that made it") from None
+    leaks = hidden_leaks(example_files(cases), cases)
+    if leaks:
+        raise HarborError(f"task {row.task_id}: its examples hold hidden case content "
+                          f"({', '.join(leaks)}); it should not have been accepted")
+    return cases
 
 
 def write_folder(out: Path, name: str, files: Files) -> Path:

@@ -16,11 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from environments.ecosystems import Ecosystem
+from schemas.graph import WorkflowGraph
 from schemas.records import TaskRow
 from schemas.trace import Trace
 from schemas.verifier import Check
 from tasks.controls import ControlTask
 from tasks.harbor import HarborError
+from tasks.program import program_trace
 
 
 @dataclass(frozen=True)
@@ -38,8 +40,27 @@ class ExportTask:
         return cls(row, eco, Trace.model_validate_json(row.trace_json), checks)
 
     @property
+    def reconstruct(self) -> bool:
+        return self.row.kind == "reconstruct"
+
+    @property
+    def case_refs(self) -> list[dict]:
+        """A reconstruct task's cases as its row records them (name, seed, public, args),
+        public first; empty on other kinds."""
+        return json.loads(self.row.cases_json or "[]")
+
+    @property
+    def graph(self) -> WorkflowGraph:
+        return WorkflowGraph.model_validate_json(self.row.graph_json)
+
+    @property
     def controlled(self) -> ControlTask:
-        """What the gate's controls read of the task."""
+        """What the gate's controls read of the task (on a reconstruct task, as the gate
+        reads it: the trace of the reference program, and the first public example)."""
+        if self.reconstruct:
+            public = next(c["name"] for c in self.case_refs if c["public"])
+            return ControlTask(self.eco, program_trace(self.eco, self.graph, self.trace),
+                               self.checks, self.row.instruction, public_case=public)
         return ControlTask(self.eco, self.trace, self.checks, self.row.instruction)
 
     @property

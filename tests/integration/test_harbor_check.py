@@ -5,7 +5,9 @@ added to the environment (a provided file, a provided folder, an installed packa
 exported with the CLI and checked with ``check-harbor``: every image must rebuild the
 factory's environment exactly and every control must score as the gate did.  Broken
 copies of the folders show that the check does fail: a seed byte changed, the git setup
-dropped, a test.sh that rewards doing nothing.
+dropped, a test.sh that rewards doing nothing.  Reconstruct tasks are exported and checked
+too (their controls are nop, reference, memorizer and partial), and no line of a hidden
+case is anywhere in their folders but tests/, or in their built images.
 """
 
 import json
@@ -158,4 +160,113 @@ def test_a_check_sweeps_what_a_killed_check_left_and_keeps_a_live_ones():
                 client.api.remove_container(container_id, force=True)
             with contextlib.suppress(docker.errors.NotFound):
                 client.api.remove_image(image_id, force=True)
+        client.close()
+
+
+@pytest.fixture(scope="module")
+def reconstructed(tmp_path_factory):
+    """Reconstruct tasks (one of files, one of git), exported with the CLI."""
+    data, out = tmp_path_factory.mktemp("rdata"), tmp_path_factory.mktemp("rharbor")
+    outcomes = accepted(["files", "git"], DockerConfig(), 1, RUN, seed=5,
+                        kinds={"reconstruct": 1})
+    write_outcomes(data, RUN, outcomes)
+    proc = taskfactory("export", "harbor", "--data", data, "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    return data, out, [o.task for o in outcomes]
+
+
+def test_reconstruct_folders_lay_out_the_examples_and_score_like_the_gate(reconstructed,
+                                                                          tmp_path):
+    data, out, tasks = reconstructed
+    report = tmp_path / "report.json"
+    proc = taskfactory("check-harbor", out, "--data", data, "--report", report)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"checked {len(tasks)} folders: {len(tasks)} passed, 0 failed" in proc.stdout
+    gates = {t.task_id: t.gate for t in tasks}
+    for r in json.loads(report.read_text()):
+        assert r["ok"] and r["identical"] and not r["error"], r
+        assert re.match(r"\d+ paths identical, probe state of 2 expected examples identical$",
+                        r["identity"]), r["identity"]
+        rewards = {c["name"]: c["reward"] for c in r["controls"]}
+        gate = gates[r["task_id"]]
+        assert rewards == {"nop": 0.0, "reference": 1.0, "memorizer": 0.0,
+                           **({} if gate.partial_reward is None else {"partial": 0.0})}, r
+        toml = (out / f"{r['ecosystem']}-{r['task_id']}/task.toml").read_text()
+        assert "timeout_sec = 240.0" in toml  # the program on each of the 3 hidden cases
+
+
+def _hidden_lines(task):
+    """Lines of the task's hidden seed files that no public seed file has (as in
+    tests/integration/test_reconstruct.py)."""
+    eco = load_ecosystems({task.ecosystem}, [])[task.ecosystem]
+    cases = json.loads(task.cases_json)
+    seeds = {c["public"]: [] for c in cases}
+    for c in cases:
+        seeds[c["public"]] += eco.seed_state(c["seed"]).values()
+    public = {line for data in seeds[True] for line in data.splitlines()}
+    return sorted({line for data in seeds[False] for line in data.splitlines()
+                   if len(line) >= 16 and line not in public and b"\0" not in line})
+
+
+def _unpacked(path):
+    """A file's bytes, and those of every member when it is a gzip tarball."""
+    import tarfile
+
+    yield path.read_bytes()
+    if path.name.endswith(".tgz"):
+        with tarfile.open(path, mode="r:gz") as tar:
+            for member in tar.getmembers():
+                if member.isfile():
+                    yield tar.extractfile(member).read()
+
+
+def test_no_hidden_case_byte_is_in_a_reconstruct_folder_but_its_tests_or_in_its_image(
+        reconstructed):
+    """Every hidden case is in tests/verify.py, and no line of its seed files that the
+    public cases lack is in any other file of the folder (the examples' tarballs
+    unpacked) or anywhere in a container of the built agent image."""
+    import ast
+    import base64
+
+    from tasks.harbor.check import build_image
+    from tasks.harbor.container import TaskContainer
+
+    _, out, tasks = reconstructed
+    client = docker.from_env(timeout=900)
+    try:
+        for task in tasks:
+            folder = out / f"{task.ecosystem}-{task.task_id}"
+            hidden = _hidden_lines(task)
+            assert len(hidden) > 10, task.task_id
+            verifier = (folder / "tests/verify.py").read_text()
+            literal = re.search(r"^CASES = json\.loads\((.*)\)$", verifier, re.M).group(1)
+            carried = json.loads(ast.literal_eval(literal))
+            blob = b"\0".join(base64.b64decode(d) for c in carried for d in c["files"].values())
+            assert all(line in blob for line in hidden)  # the verifier has them all
+            others = [p for p in sorted(folder.rglob("*"))
+                      if p.is_file() and p.relative_to(folder).parts[0] != "tests"]
+            assert any(p.name.endswith(".tgz") for p in others)
+            for path in others:
+                for data in _unpacked(path):
+                    assert not [line for line in hidden if line in data], path
+            image = f"taskfactory/harbor-check:leak-{task.task_id}-{RUN}"
+            build_image(client, folder, image, 900, RUN)
+            with TaskContainer(client, image, cpus=1, memory_mb=1024, run=RUN) as box:
+                box.put("/tmp", {"hidden.txt": (b"\n".join(hidden) + b"\n", 0o644)})
+                found = box.exec("grep -rlF -f /tmp/hidden.txt / --exclude-dir=proc "
+                                 "--exclude-dir=sys --exclude-dir=dev 2>/dev/null "
+                                 "| grep -vx /tmp/hidden.txt || true", user="root",
+                                 timeout=300)
+                assert found.exit_code == 0 and found.output.strip() == "", found.output
+                assert box.exec("test -d /workspace/examples/case-a/expected", user="root",
+                                timeout=30).exit_code == 0
+                # the probe of the check: a hidden line is found where it is put
+                box.put("/tmp/leak", {"x.txt": (hidden[0] + b"\n", 0o644)})
+                found = box.exec("grep -rlF -f /tmp/hidden.txt /tmp/leak", user="root",
+                                 timeout=30)
+                assert found.output.strip() == "/tmp/leak/x.txt"
+    finally:
+        remove_labelled(client, RUN)
+        for image in client.images.list(filters={"label": f"taskfactory.harbor-check={RUN}"}):
+            client.images.remove(image.id, force=True)
         client.close()

@@ -16,7 +16,7 @@ from environments.docker.config import DockerConfig
 from environments.local.config import LocalConfig
 from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run
-from schemas.graph import Candidate
+from schemas.graph import Candidate, TaskKind
 from tasks.pipeline import Outcome
 from tasks.plan import plan_candidates
 
@@ -25,12 +25,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def accepted(refs: list[str], backend: DockerConfig | LocalConfig, per_ecosystem: int,
-             run_id: str, seed: int = 3) -> list[Outcome]:
-    """``per_ecosystem`` accepted outcomes of each ecosystem (planned shallow, seeded)."""
+             run_id: str, seed: int = 3,
+             kinds: dict[TaskKind, float] | None = None) -> list[Outcome]:
+    """``per_ecosystem`` accepted outcomes of each ecosystem (planned shallow, seeded; of
+    ``kinds``, default the planner's)."""
     tasks = []
     try:
         for ref in refs:
-            candidates, _ = plan_candidates(ecosystem(ref), 4 * per_ecosystem, seed, SHALLOW)
+            candidates, _ = plan_candidates(ecosystem(ref), 4 * per_ecosystem, seed, SHALLOW,
+                                            kinds)
             mine = 0
             for candidate in candidates:
                 outcome = build_candidate(candidate, ref, backend, run_id)
