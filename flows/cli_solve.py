@@ -62,10 +62,10 @@ def cmd_export_preference(args: argparse.Namespace) -> int:
     return 0
 
 
-def _settings(args: argparse.Namespace):  # noqa: ANN202 (flows.solve imports Prefect)
+def _settings(args: argparse.Namespace):  # noqa: ANN202 (imported lazily)
     from pydantic import ValidationError
 
-    from flows.solve import SolveSettings
+    from flows.solve_settings import SolveSettings
 
     try:
         return SolveSettings(

@@ -18,20 +18,18 @@ parameters against them.
 import hashlib
 import json
 import os
-from pathlib import Path
-from typing import Literal
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import PrefectFuture, as_completed
 from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from environments.sandbox import SandboxError
 from flows.limits import llm_request
+from flows.solve_settings import SolveSettings
 from schemas.records import RolloutRow
-from tasks.agent_loop import Limits
 from tasks.dataset import Dataset
 from tasks.dataset.provenance import RunIdentity, new_run_id
 from tasks.dataset.writer import ShardWriter
@@ -42,40 +40,6 @@ from tasks.rebuild import fresh_environments
 from tasks.rollouts import run_attempt
 
 API_KEY_VARIABLES = ("TASKFACTORY_LLM_API_KEY", "OPENAI_API_KEY")
-
-
-class SolveSettings(BaseModel):
-    """What one ``taskfactory solve`` does; the API key is read from the environment, never
-    stored."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    data: Path
-    where: str | None = None
-    k: int = Field(4, ge=1)
-    base_url: str
-    model: str
-    action_space: Literal["terminal", "function"] = "terminal"
-    max_turns: int = Field(30, ge=1)
-    command_timeout_s: float = Field(60.0, gt=0)
-    wall_s: float = Field(600.0, gt=0)
-    temperature: float = 1.0
-    max_tokens: int | None = Field(None, ge=1)
-    token_budget: int = Field(5_000_000, ge=1)
-    workers: int = Field(4, ge=1)
-    ecosystem_dirs: list[Path] = []
-
-    @property
-    def sampling(self) -> dict:
-        """Sampling parameters sent with every request (recorded in provenance)."""
-        params: dict = {"temperature": self.temperature}
-        if self.max_tokens is not None:
-            params["max_tokens"] = self.max_tokens
-        return params
-
-    @property
-    def limits(self) -> Limits:
-        return Limits(self.max_turns, self.command_timeout_s, self.wall_s)
 
 
 class SolveSummary(BaseModel):
