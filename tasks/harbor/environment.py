@@ -152,7 +152,8 @@ def _seeded(task: TaskRow, eco: Ecosystem, additions: EnvAdditions, out: Files,
             seeded: bool) -> list[str]:
     """The Dockerfile lines of a build or fix task's workspace: the seed files, the
     setup, the repairs' additions (whose files go into ``out``)."""
-    user, workdir = DockerConfig().user, DockerConfig().workdir
+    config = DockerConfig()
+    user, workdir = config.user, config.workdir
     lines = ["# The seeded workspace, owned by the sandbox user, then the ecosystem's setup:"]
     if seeded:
         lines.append(f"COPY --chown={user} workspace/ {workdir}/")

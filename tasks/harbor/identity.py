@@ -29,8 +29,7 @@ from dataclasses import dataclass
 from tasks.harbor.container import TaskContainer
 from tasks.harbor.source import ExportTask
 from tasks.program import EXAMPLES
-from tasks.realize import LiveEnvironment, probe, state_digest
-from tasks.validate import first_difference
+from tasks.realize import LiveEnvironment, first_difference, probe, state_digest
 
 MANIFEST_ROOTS = ("/workspace", "/opt/taskfactory")
 MANIFEST_PY = r'''
