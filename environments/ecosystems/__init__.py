@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import random
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
@@ -36,6 +38,31 @@ Sampler = contract.Sampler
 
 class EcosystemError(ValueError):
     """An ecosystem cannot be found or its spec is invalid."""
+
+
+SEED_CACHE = 64
+"""Seed states kept per process: planning, realizing and the cases stage ask for the same
+seeds again (a seed module takes ~0.1 s per seed; 64 states are a few MB)."""
+_seeds: OrderedDict[tuple[object, str, int], dict[str, bytes]] = OrderedDict()
+_seeds_lock = threading.Lock()
+
+
+def _seeded(eco: Ecosystem, seed: int) -> dict[str, bytes]:
+    """``eco.seed_fn(seed)``, from the process's cache of recent seed states (keyed by the
+    seed function and the folder's digest, so a changed folder is generated afresh); a
+    copy, so callers may change it."""
+    key = (eco.seed_fn, eco.digest, seed)
+    with _seeds_lock:
+        files = _seeds.get(key)
+        if files is not None:
+            _seeds.move_to_end(key)
+            return dict(files)
+    files = eco.seed_fn(seed)
+    with _seeds_lock:
+        _seeds[key] = files
+        while len(_seeds) > SEED_CACHE:
+            _seeds.popitem(last=False)
+    return dict(files)
 
 
 @dataclass(frozen=True)
@@ -66,7 +93,7 @@ class Ecosystem:
     def seed_state(self, seed: int, fault: str | None = None) -> dict[str, bytes]:
         """The seed files; with ``fault``, after that injector planted its defect (raises
         LookupError when the seed has no place for it)."""
-        files = self.seed_fn(seed)
+        files = _seeded(self, seed)
         if fault is None:
             return files
         return self.plants[self.spec.fault(fault).plant](files, seed)
@@ -75,7 +102,7 @@ class Ecosystem:
         """The seeded file paths, cheaply when the seed module defines ``layout(seed)``."""
         if self.layout_fn is not None:
             return self.layout_fn(seed)
-        return sorted(self.seed_fn(seed))
+        return sorted(_seeded(self, seed))
 
     def state_type(self, path: str) -> str | None:
         """The semantic type of a seeded file, from the spec's ``state_types`` globs."""
