@@ -126,8 +126,8 @@ def reads_initial(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, a: Argumen
     step = steps[a.step_id]
     spec = eco.spec.tool(step.tool).param(a.param).sample
     assert spec is not None
-    before = [st.step_id for st in trace.steps][:[st.step_id for st in trace.steps]
-                                               .index(a.step_id)]
+    order = [st.step_id for st in trace.steps]
+    before = order[:order.index(a.step_id)]
     reads = [spec.of] if spec.of else []
     return (all(eco.spec.tool(steps[s].tool).effect == "read" for s in before)
             and all(step.bind[n].kind in ("state", "literal") for n in [*reads, *spec.with_]))
