@@ -2,26 +2,31 @@
 outcome the reference program leaves in it.
 
 A reconstruct candidate's graph was executed on its own seed (the first public case).
-:func:`case_seeds` picks the other seeds: derived from the candidate's, each laying out
-every seeded path the graph reads and holding the values it names (a program is written
-against a layout).
-:func:`run_cases` realizes each case in the candidate's sandbox, runs the reference
-program (:mod:`tasks.program`) on it and derives the case's checks from its probe delta,
-as a build task's are derived (:func:`tasks.verify.derive_checks`).
+:func:`case_seeds` lists the other seeds to try: derived from the candidate's, each laying
+out every seeded path the graph reads and holding the values it names that are not its
+arguments (a program is written against a layout).
+:func:`run_cases` realizes each case in the candidate's sandbox, draws the program's
+arguments on it (:func:`tasks.arguments.case_arguments`), runs the reference program
+(:mod:`tasks.program`) on it and derives the case's checks from its probe delta, as a
+build task's are derived (:func:`tasks.verify.derive_checks`).  A derived seed on which
+the graph cannot run (no value for an argument, a step fails) is skipped and the next one
+tried, up to :data:`CASE_TRIES`.
 
 The first :data:`CASES_PUBLIC` cases are the agent's examples (their initial and final
 workspaces are kept as tarballs); the other :data:`CASES_HIDDEN` live only in the
-verifier, as their seed files.  A graph is rejected (stage ``cases``) when no such seeds
-are found or a repair added files the layout lacks (``case_layout``), when the program
-fails on a case (``case_failed``), when a case's workspace is too large to ship
-(``case_too_large``) or when its outputs are the same on every hidden case
-(``invariant_outputs``: a program that ignores its input would pass).
+verifier, as their seed files.  A graph is rejected (stage ``cases``) when a repair added
+files the layout lacks (``case_layout``), when the program fails on the candidate's own
+seed or ends elsewhere than the trace (``case_failed``), when too few derived seeds give a
+case (the last skip's reason, ``case_layout`` when none was tried), when a case's
+workspace is too large to ship (``case_too_large``) or when its outputs are the same on
+every hidden case (``invariant_outputs``: a program that ignores its input would pass).
 """
 
 from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from environments.ecosystems import Ecosystem
@@ -29,13 +34,17 @@ from environments.sandbox import Sandbox
 from schemas.graph import WorkflowGraph
 from schemas.trace import Trace
 from schemas.verifier import Check
-from tasks.arguments import Argument, draw_arguments, program_arguments
+from tasks.arguments import Argument, case_arguments, program_arguments
 from tasks.commands import solution_failure
 from tasks.failures import StageFailure
 from tasks.layout import CASES_HIDDEN, CASES_PUBLIC, layout_seeds, read_paths, with_folders
 from tasks.realize import first_difference, probe, realize, state_without
 from tasks.verify import derive_checks
 
+CASE_TRIES = 16
+"""Derived seeds the program is run on, at most, to find the other cases."""
+SKIPPED = ("case_layout", "case_failed")
+"""Why a derived seed is skipped (no value for an argument, a step fails on it)."""
 CONTENT_SCAN = 40
 """Of those, seeds whose files are generated to look for the values the program names."""
 MIN_NAMED = 3
@@ -105,34 +114,37 @@ def named_values(graph: WorkflowGraph, trace: Trace, paths: set[str],
             and value.rstrip("/") not in paths and (st.step_id, name) not in taken}
 
 
-def case_seeds(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed: int,
-               arguments: list[Argument], n: int = CASES_PUBLIC + CASES_HIDDEN) -> list[int]:
-    """``seed`` then ``n - 1`` derived seeds of the same layout: each lays out every path
-    the graph reads (:mod:`tasks.layout`), and its seed files hold every value the program
-    names that the candidate's seed files hold (a branch, a column, a table)."""
-    need = read_paths(eco, graph, seed)
+def case_needs(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed: int,
+               arguments: list[Argument]) -> tuple[set[str], set[str]]:
+    """What another seed must hold to be a case: the seeded paths the graph reads or names
+    and the other values the program names that the candidate's seed files hold (a
+    branch, a column, a table)."""
     own = eco.seed_state(seed)
-    named = named_values(graph, trace, need, arguments)
-    paths = {v for v in named if v.rstrip("/") in with_folders(own)}
-    named = {v for v in named - paths if v.encode() in b"\0".join(own.values())}
-    seeds, read = [seed], 0
+    named = named_values(graph, trace, read_paths(eco, graph, seed), arguments)
+    paths = {v.rstrip("/") for v in named if v.rstrip("/") in with_folders(own)}
+    return (read_paths(eco, graph, seed) | paths,
+            {v for v in named if v.rstrip("/") not in paths
+             and v.encode() in b"\0".join(own.values())})
+
+
+def case_seeds(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed: int,
+               arguments: list[Argument]) -> Iterator[int]:
+    """The derived seeds of the same layout, in order: each lays out every path the graph
+    reads (:mod:`tasks.layout`) and holds what :func:`case_needs` names; at most
+    :data:`CONTENT_SCAN` seeds' files are generated to look for the values."""
+    paths, named = case_needs(eco, graph, trace, seed, arguments)
+    read = 0
     for other in layout_seeds(eco, graph, seed):
-        if len(seeds) == n or read == CONTENT_SCAN:
-            break
-        if not {p.rstrip("/") for p in paths} <= with_folders(eco.state_paths(other)):
+        if not paths <= with_folders(eco.state_paths(other)):
             continue
         if named:
+            if read == CONTENT_SCAN:
+                return
             read += 1
             blob = b"\0".join(eco.seed_state(other).values())
             if not all(v.encode() in blob for v in named):
                 continue
-        seeds.append(other)
-    if len(seeds) < n:
-        raise StageFailure("cases", "case_layout",
-                           f"{len(seeds) - 1} other seeds lay out "
-                           f"{', '.join(sorted(need | paths | named))} ({read} generated); "
-                           f"{n - 1} needed")
-    return seeds
+        yield other
 
 
 def _workspace_tar(sandbox: Sandbox, name: str) -> bytes:
@@ -154,13 +166,15 @@ def run_case(sandbox: Sandbox, eco: Ecosystem, graph: WorkflowGraph, trace: Trac
     it with the case's arguments (the trace's own on the candidate's seed), its checks
     derived from the probe delta."""
     sandbox.exec(["bash", "-c", "find . -mindepth 1 -delete"], timeout=60)
-    files, _ = realize(sandbox, eco, seed)
+    files, initial = realize(sandbox, eco, seed)
     before = probe(sandbox, eco)
     if name == case_name(0):
         traced = {st.step_id: st.args for st in trace.steps}
         args = [traced[a.step_id][a.param] for a in arguments]
     else:
-        args = draw_arguments(sandbox, eco, graph, trace, arguments, seed, before)
+        args, ran = case_arguments(sandbox, eco, graph, trace, arguments, seed, before)
+        if ran:
+            sandbox.restore(initial)
     input_tar = _workspace_tar(sandbox, name) if public else b""
     done = sandbox.exec(["bash", "-s", "--", ".", *args], stdin=program.encode(),
                         timeout=PROGRAM_TIMEOUT_S)
@@ -189,22 +203,46 @@ def run_case(sandbox: Sandbox, eco: Ecosystem, graph: WorkflowGraph, trace: Trac
 def run_cases(sandbox: Sandbox, eco: Ecosystem, graph: WorkflowGraph, trace: Trace,
               program: str, seed: int, traced_after: dict | None = None) -> list[Case]:
     """Every case of the task, public first; the sandbox's workspace is left holding the
-    last one.  On the candidate's own seed the program must end where the trace ended
-    (``traced_after``, when given), else ``case_failed``."""
+    last one.  The first is the candidate's own seed: there the program must run and end
+    where the trace ended (``traced_after``, when given), else ``case_failed``.  The others
+    are the first derived seeds (:func:`case_seeds`) the program runs on: a seed with no
+    value for an argument (``case_layout``) or on which a step fails (``case_failed``) is
+    skipped, up to :data:`CASE_TRIES` seeds tried; too few cases is the last skip's
+    reason."""
     if trace.environment.files or trace.environment.dirs:
         raise StageFailure("cases", "case_layout",
                            "a repair added files or folders the ecosystem's layout lacks: "
                            + ", ".join([*trace.environment.files, *trace.environment.dirs]))
     arguments = program_arguments(eco, graph)
-    seeds = case_seeds(eco, graph, trace, seed, arguments)
-    cases = [run_case(sandbox, eco, graph, trace, program, case_name(i), s, i < CASES_PUBLIC,
-                      arguments) for i, s in enumerate(seeds)]
+    n = CASES_PUBLIC + CASES_HIDDEN
+    cases = [run_case(sandbox, eco, graph, trace, program, case_name(0), seed, True,
+                      arguments)]
     answer = eco.spec.answer_file
     where = None if traced_after is None else first_difference(
         state_without(cases[0].after, answer), state_without(traced_after, answer))
     if where is not None:
         raise StageFailure("cases", "case_failed", "on the candidate's own seed the program "
                                                    f"ends elsewhere than the trace, at {where}")
+    skipped: list[StageFailure] = []
+    for other in case_seeds(eco, graph, trace, seed, arguments):
+        if len(cases) == n or len(skipped) + len(cases) - 1 == CASE_TRIES:
+            break
+        try:
+            cases.append(run_case(sandbox, eco, graph, trace, program, case_name(len(cases)),
+                                  other, len(cases) < CASES_PUBLIC, arguments))
+        except StageFailure as failure:
+            if failure.reason not in SKIPPED:
+                raise
+            skipped.append(failure)
+    if len(cases) < n and not skipped:
+        paths, named = case_needs(eco, graph, trace, seed, arguments)
+        raise StageFailure("cases", "case_layout",
+                           f"{len(cases) - 1} other seeds lay out "
+                           f"{', '.join(sorted(paths | named))}; {n - 1} needed")
+    if len(cases) < n:
+        raise StageFailure("cases", skipped[-1].reason,
+                           f"{len(cases) - 1} other seeds give a case, {n - 1} needed "
+                           f"({len(skipped)} skipped; last: {skipped[-1].detail})")
     hidden = [c for c in cases if not c.public]
     if len({c.outputs for c in hidden}) < 2:
         raise StageFailure("cases", "invariant_outputs",

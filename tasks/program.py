@@ -2,9 +2,9 @@
 
 The reference program is the validated trace's commands in order (:func:`program_script`),
 run in the workspace it is given instead of the sandbox's, with the values the trace
-sampled from the initial state taken as its arguments (:func:`reference_program`): every
-path it reads is of the ecosystem's layout, so the same script serves every initial state
-of that layout.
+sampled taken as its arguments where its commands take them as one word
+(:func:`reference_program`): every path it reads is of the ecosystem's layout, so the same
+script serves every initial state of that layout.
 The reference ``solve.sh`` installs it at :data:`PROGRAM` (:func:`installer`).  The gate's
 memorizer installs a program that copies a public example's expected output over the
 workspace it is given (:func:`memorizer_program`).

@@ -101,3 +101,27 @@ def test_sampled_values_become_arguments_where_the_command_takes_them_as_one_wor
         assert f"{{{{ {a.param} }}}}" in command or f"{{{{ {a.param} | sql }}}}" in command
     positions = [[a.position for a in program_arguments(eco, c.graph)] for c in planned]
     assert all(p == list(range(2, 2 + len(p))) for p in positions)
+
+
+def test_a_value_sampled_from_an_earlier_steps_output_is_an_argument_too():
+    """Whatever the sampler reads (the initial state, a file an earlier step wrote), a value
+    the command takes as one word is an argument; the others stay in the program."""
+    from schemas.trace import StepTrace, Trace
+    from tasks.arguments import _form, program_arguments, reads_initial
+
+    eco = load_ecosystem("files")
+    planned, _ = plan_candidates(eco, 12, run_seed=5, kinds={"reconstruct": 1})
+    late = 0
+    for c in planned:
+        arguments = {(a.step_id, a.param) for a in program_arguments(eco, c.graph)}
+        for step in c.graph.steps:
+            tool = eco.spec.tool(step.tool)
+            for p in tool.params:
+                word = (step.bind[p.name].kind == "sample"
+                        and _form(tool.command, p.name) is not None)
+                assert ((step.id, p.name) in arguments) == word
+        trace = Trace.model_construct(steps=[StepTrace.model_construct(step_id=s.id)
+                                             for s in c.graph.steps])
+        late += sum(not reads_initial(eco, c.graph, trace, a)
+                    for a in program_arguments(eco, c.graph))
+    assert late >= 5
