@@ -9,7 +9,9 @@ solve with the same ``--k`` adds exactly those.  The endpoint is called through 
 project's client (:class:`tasks.llm.LLMClient`: retries, breaker, token budget; no cache)
 and every request waits for the server-wide ``llm`` limit when one exists
 (:func:`flows.limits.llm_request`).  An attempt that the infrastructure fails (the engine,
-a sandbox) is not written: a later solve runs it again.
+a sandbox) is not written: a later solve runs it again.  At start, the sandboxes of dead
+runs (a solve or a factory run killed before it could remove them) are reaped; live runs of
+other processes are left alone.
 
 Annotations are real objects (no postponed strings): Prefect validates a served flow's
 parameters against them.
@@ -26,6 +28,8 @@ from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel
 
+from environments.docker.config import DockerConfig
+from environments.registry import make_provider
 from environments.sandbox import SandboxError
 from flows.limits import llm_request
 from flows.solve_settings import SolveSettings
@@ -73,6 +77,16 @@ def _client(settings: SolveSettings) -> LLMClient:
     return LLMClient(config, before_request=llm_request)
 
 
+def reap_dead_runs(run_id: str) -> int:
+    """Remove every sandbox whose owner process is gone (the docker backend's
+    ``reap(None)``); returns how many."""
+    provider = make_provider(DockerConfig(), run_id)
+    try:
+        return provider.reap(None)
+    finally:
+        provider.close()
+
+
 @task(name="solve-attempt", cache_policy=NO_CACHE)
 def solve_attempt(exported: ExportTask, settings: SolveSettings, client: LLMClient,
                   attempt: int, run_id: str) -> RolloutRow:
@@ -89,6 +103,8 @@ def solve(settings: SolveSettings) -> SolveSummary:
     dataset = Dataset.open(settings.data)
     chosen = selected_tasks(settings.data, settings.where, settings.ecosystem_dirs)
     run_id = f"solve-{new_run_id()}"
+    if reaped := reap_dead_runs(run_id):
+        log.warning("reaped %d orphaned sandboxes from dead runs", reaped)
     identity = RunIdentity(
         run_id=run_id, flow_run_id=flow_run.get_id(),
         config_hash=_config_hash(settings),
