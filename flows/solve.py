@@ -32,6 +32,7 @@ from environments.docker.config import DockerConfig
 from environments.registry import make_provider
 from environments.sandbox import SandboxError
 from flows.limits import llm_request
+from flows.parameters import effective_settings
 from flows.solve_settings import SolveSettings
 from schemas.records import RolloutRow
 from tasks.dataset import Dataset
@@ -98,8 +99,16 @@ def solve_attempt(exported: ExportTask, settings: SolveSettings, client: LLMClie
 
 @flow(name="taskfactory-solve", log_prints=True, persist_result=False)
 def solve(settings: SolveSettings) -> SolveSummary:
-    """Run the missing attempts of every selected task and commit each as it ends."""
+    """Run the missing attempts of every selected task and commit each as it ends.
+
+    Args:
+        settings: What to solve, with which endpoint and model. In a deployment run, the
+            fields given are merged over the deployment's; a relative data is resolved
+            under the worker's TASKFACTORY_HOME. The API key is the worker's
+            TASKFACTORY_LLM_API_KEY or OPENAI_API_KEY, never a parameter.
+    """
     log = get_run_logger()
+    settings = effective_settings(settings)
     dataset = Dataset.open(settings.data)
     chosen = selected_tasks(settings.data, settings.where, settings.ecosystem_dirs)
     run_id = f"solve-{new_run_id()}"
