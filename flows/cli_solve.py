@@ -69,7 +69,7 @@ def _settings(args: argparse.Namespace):  # noqa: ANN202 (imported lazily)
 
     try:
         return SolveSettings(
-            data=args.data, where=args.where, k=args.k, base_url=args.base_url,
+            data=args.data.absolute(), where=args.where, k=args.k, base_url=args.base_url,
             model=args.model, action_space=args.action_space, max_turns=args.max_turns,
             command_timeout_s=args.command_timeout, wall_s=args.time_limit,
             temperature=args.temperature, max_tokens=args.max_tokens,
@@ -88,8 +88,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from tasks.harbor.source import selected_tasks
 
     Dataset.open(args.data).manifest()
-    if args.k < 1 or args.workers < 1 or args.max_turns < 1:
-        raise UsageError("--k, --workers and --max-turns must be at least 1")
+    settings = _settings(args)
     try:
         chosen = selected_tasks(args.data, args.where, args.ecosystem_dir)
     except HarborError as exc:
@@ -97,7 +96,6 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if not docker_available():
         raise UsageError("solve runs attempts in Docker sandboxes and no Docker daemon "
                          "answers; start one (make engine)")
-    settings = _settings(args)
     quiet_prefect()
     server = server_unless_configured()
     from flows.solve import solve

@@ -1,6 +1,8 @@
-"""The flow's ``settings`` as a run uses them.
+"""A flow's ``settings`` as a run uses them (the factory's :class:`flows.settings.RunSettings`,
+solve's :class:`flows.solve_settings.SolveSettings`: any settings model with a ``data``
+field).
 
-A deployment declares full settings; Prefect replaces a parameter as a whole when a run
+A deployment declares settings; Prefect replaces a parameter as a whole when a run
 passes it (``prefect deployment run … -p settings='{"tasks": 12}'`` would otherwise drop
 the deployment's backend and ecosystems).  So the fields a run gives are merged over its
 deployment's settings, which are merged over the defaults.  And ``data`` is resolved where
@@ -11,14 +13,14 @@ directory — never where the flow was deployed.
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from prefect.client.orchestration import get_client
 from prefect.context import FlowRunContext
-
-from flows.settings import RunSettings
+from pydantic import BaseModel
 
 HOME = "TASKFACTORY_HOME"
+S = TypeVar("S", bound=BaseModel)
 
 
 def deployment_settings() -> dict[str, Any]:
@@ -31,12 +33,13 @@ def deployment_settings() -> dict[str, Any]:
         return dict(client.read_deployment(deployment_id).parameters.get("settings") or {})
 
 
-def effective_settings(settings: RunSettings) -> RunSettings:
-    """The fields ``settings`` was given, over the deployment's, over the defaults; with
-    ``data`` absolute (ValidationError for a merge that is not valid)."""
+def effective_settings(settings: S) -> S:
+    """The fields ``settings`` was given, over the deployment's, over the defaults of its
+    model; with ``data`` absolute (ValidationError for a merge that is not valid)."""
     given = settings.model_dump(mode="json", include=settings.model_fields_set)
-    merged = RunSettings.model_validate({**deployment_settings(), **given})
-    if merged.data.is_absolute():
+    merged = type(settings).model_validate({**deployment_settings(), **given})
+    data = Path(merged.model_dump()["data"])
+    if data.is_absolute():
         return merged
     base = Path(os.environ.get(HOME) or Path.cwd())
-    return merged.model_copy(update={"data": (base / merged.data).absolute()})
+    return merged.model_copy(update={"data": (base / data).absolute()})

@@ -9,7 +9,9 @@ solve with the same ``--k`` adds exactly those.  The endpoint is called through 
 project's client (:class:`tasks.llm.LLMClient`: retries, breaker, token budget; no cache)
 and every request waits for the server-wide ``llm`` limit when one exists
 (:func:`flows.limits.llm_request`).  An attempt that the infrastructure fails (the engine,
-a sandbox) is not written: a later solve runs it again.
+a sandbox) is not written: a later solve runs it again.  At start, the sandboxes of dead
+runs (a solve or a factory run killed before it could remove them) are reaped; live runs of
+other processes are left alone.
 
 Annotations are real objects (no postponed strings): Prefect validates a served flow's
 parameters against them.
@@ -26,8 +28,11 @@ from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel
 
+from environments.docker.config import DockerConfig
+from environments.registry import make_provider
 from environments.sandbox import SandboxError
 from flows.limits import llm_request
+from flows.parameters import effective_settings
 from flows.solve_settings import SolveSettings
 from schemas.records import RolloutRow
 from tasks.dataset import Dataset
@@ -73,6 +78,16 @@ def _client(settings: SolveSettings) -> LLMClient:
     return LLMClient(config, before_request=llm_request)
 
 
+def reap_dead_runs(run_id: str) -> int:
+    """Remove every sandbox whose owner process is gone (the docker backend's
+    ``reap(None)``); returns how many."""
+    provider = make_provider(DockerConfig(), run_id)
+    try:
+        return provider.reap(None)
+    finally:
+        provider.close()
+
+
 @task(name="solve-attempt", cache_policy=NO_CACHE)
 def solve_attempt(exported: ExportTask, settings: SolveSettings, client: LLMClient,
                   attempt: int, run_id: str) -> RolloutRow:
@@ -84,11 +99,21 @@ def solve_attempt(exported: ExportTask, settings: SolveSettings, client: LLMClie
 
 @flow(name="taskfactory-solve", log_prints=True, persist_result=False)
 def solve(settings: SolveSettings) -> SolveSummary:
-    """Run the missing attempts of every selected task and commit each as it ends."""
+    """Run the missing attempts of every selected task and commit each as it ends.
+
+    Args:
+        settings: What to solve, with which endpoint and model. In a deployment run, the
+            fields given are merged over the deployment's; a relative data is resolved
+            under the worker's TASKFACTORY_HOME. The API key is the worker's
+            TASKFACTORY_LLM_API_KEY or OPENAI_API_KEY, never a parameter.
+    """
     log = get_run_logger()
+    settings = effective_settings(settings)
     dataset = Dataset.open(settings.data)
     chosen = selected_tasks(settings.data, settings.where, settings.ecosystem_dirs)
     run_id = f"solve-{new_run_id()}"
+    if reaped := reap_dead_runs(run_id):
+        log.warning("reaped %d orphaned sandboxes from dead runs", reaped)
     identity = RunIdentity(
         run_id=run_id, flow_run_id=flow_run.get_id(),
         config_hash=_config_hash(settings),

@@ -11,11 +11,12 @@ from tasks.agent_loop import Limits
 
 class SolveSettings(BaseModel):
     """What one ``taskfactory solve`` does; the API key is read from the environment, never
-    stored."""
+    stored.  The defaults are the CLI's; in a deployment run, the fields given are merged
+    over the deployment's (:func:`flows.parameters.effective_settings`)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    data: Path
+    data: Path = Path("data")
     where: str | None = None
     k: int = Field(4, ge=1)
     base_url: str

@@ -1,12 +1,13 @@
 """Deployments and ``serve`` on a real Prefect server: the ways a team schedules runs.
 
 One Prefect server (SQLite) runs in a subprocess for the module.  deploy/prefect.yaml is
-deployed as shipped with the Prefect CLI to a process work pool, next to a deployment of
+deployed as shipped with the Prefect CLI to its process work pool, next to a deployment of
 the same flow with test defaults; runs are triggered through the API with parameters and
 job variables and picked up by a real ``prefect worker start --run-once``.  ``taskfactory
 serve`` runs as a subprocess, and the Dask deployment runs on a real ``dask scheduler``
 with two ``dask worker`` processes.  Runs are small (the ``files`` ecosystem, mostly on
-the local backend).
+the local backend).  The shipped solve deployment runs one attempt of a scripted agent on
+a real OpenAI-compatible server against a one-task dataset.
 """
 
 import asyncio
@@ -19,14 +20,20 @@ from pathlib import Path
 
 import pytest
 
+from environments.local.config import LocalConfig
 from flows.api_server import stop_process
+from tasks.dataset import Dataset
 from tasks.dataset.manifest import load_manifest
 from tasks.dataset.query import run_query
+from tests.support.dataset import write_outcomes
+from tests.support.harbor_data import accepted
 from tests.support.intervals import intervals, most_in_flight
+from tests.support.openai_server import Behaviour, OpenAIServer
 from tests.support.prefect_server import PREFECT, prefect_server, server_env
+from tests.support.scripted_agents import reference_calls, replay
 
 ROOT = Path(__file__).resolve().parents[2]
-POOL = "tf-e2e"
+POOL = "taskfactory"  # the shipped deployments' pool
 CUSTOM = {"ecosystems": ["files"], "backend": "local", "seed": 7, "workers": 2, "tasks": 50}
 """The test deployment's settings: unlike the defaults in every field a run leaves out."""
 
@@ -44,8 +51,7 @@ def server(tmp_path_factory):
     with prefect_server(home) as api_url:
         env = server_env(home, api_url)
         _cli(env, "work-pool", "create", POOL, "--type", "process")
-        _cli(env, "--no-prompt", "deploy", "--prefect-file", "deploy/prefect.yaml", "--all",
-             "--pool", POOL)
+        _cli(env, "--no-prompt", "deploy", "--prefect-file", "deploy/prefect.yaml", "--all")
         _cli(env, "--no-prompt", "deploy", "flows.factory:factory", "--name", "custom",
              "--pool", POOL, "--prefect-file", "deploy/prefect.yaml",
              "--params", json.dumps({"settings": CUSTOM}))
@@ -105,6 +111,33 @@ def test_the_shipped_deployment_runs_on_a_worker_and_writes_its_dataset(server, 
     assert run_query(data, "select any_value(backend) from attempts")[1] == [("docker",)]
     _, rows = run_query(data, "select count(*) from tasks where gate.reference_reward = 1")
     assert rows[0][0] >= 4
+
+
+@pytest.mark.docker
+def test_the_shipped_solve_deployment_writes_the_rollouts_of_a_run(server, tmp_path):
+    with api(server) as client:
+        deployment = client.read_deployment_by_name("taskfactory-solve/solve")
+    assert deployment.entrypoint == "flows.solve:solve"
+    assert deployment.parameters["settings"]["k"] == 4
+    fields = deployment.parameter_openapi_schema["definitions"]["SolveSettings"]["properties"]
+    assert {"data", "k", "base_url", "model", "action_space", "where"} <= set(fields)
+    assert not [f for f in fields if "key" in f]  # the worker's environment holds it
+    data = tmp_path / "data"
+    write_outcomes(data, "e2e-deploy-solve",
+                   accepted(["files"], LocalConfig(), 1, "e2e-deploy-solve"))
+    (task_id, messages), = Dataset.open(data).rows(
+        "select task_id, messages from trajectories where action_space = 'terminal' and "
+        "supervision = 'masked'")
+    with OpenAIServer(Behaviour(message=replay(reference_calls(messages)))) as srv:
+        run = run_deployment(server, "taskfactory-solve/solve", {"settings": {
+            "data": str(data), "k": 1, "base_url": srv.base_url, "model": "replayer"}},
+            worker_env={"OPENAI_API_KEY": "sk-deployed"})
+        assert run.state.type.value == "COMPLETED", run.state.message
+        assert srv.requests and all(r["model"] == "replayer" for r in srv.requests)
+    assert list(Dataset.open(data).rows(
+        "select task_id, attempt, k, action_space, stop_reason, reward, "
+        "provenance.flow_run_id from rollouts")) == [
+        (task_id, 0, 1, "terminal", "solved", 1.0, str(run.id))]
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,7 @@
 """``taskfactory solve`` end to end: the CLI against a real scripted OpenAI-compatible
-server, SIGKILLed mid-run and run again; then run a third time with nothing left to do."""
+server, SIGKILLed mid-run (a sandbox open) and run again: the run again reaps the killed
+run's sandboxes and adds the missing attempts; then run a third time with nothing left to
+do."""
 
 from __future__ import annotations
 
@@ -10,8 +12,10 @@ import sys
 import time
 from pathlib import Path
 
+import docker
 import pytest
 
+from environments.docker.backend import OWNER_LABEL
 from environments.local.config import LocalConfig
 from tasks.dataset import Dataset
 from tests.support.dataset import write_outcomes
@@ -26,6 +30,15 @@ K = 3
 def rollouts(data: Path) -> list[tuple]:
     return sorted(Dataset.open(data).rows("select task_id, attempt, stop_reason, reward "
                                           "from rollouts"))
+
+
+def containers_of(pid: int) -> list:
+    """The sandbox containers the process ``pid`` opened, running or not."""
+    client = docker.from_env()
+    try:
+        return client.containers.list(all=True, filters={"label": f"{OWNER_LABEL}={pid}"})
+    finally:
+        client.close()
 
 
 def solve_command(data: Path, srv: OpenAIServer) -> list[str]:
@@ -52,7 +65,7 @@ def test_resumed_solve_adds_exactly_the_missing_attempts(tmp_path):
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 start_new_session=True)
         deadline = time.monotonic() + 600
-        while not list((data / "rollouts").glob("*.parquet")):
+        while not (list((data / "rollouts").glob("*.parquet")) and containers_of(proc.pid)):
             assert proc.poll() is None, proc.communicate()[1][-2000:]
             assert time.monotonic() < deadline
             time.sleep(0.2)
@@ -60,11 +73,13 @@ def test_resumed_solve_adds_exactly_the_missing_attempts(tmp_path):
         proc.wait()
         kept = rollouts(data)
         assert 1 <= len(kept) < 2 * K
+        assert containers_of(proc.pid)  # left behind by the kill
 
         again = subprocess.run(solve_command(data, srv), cwd=ROOT, env=env,
                                capture_output=True, text=True, timeout=900)
         assert again.returncode == 0, again.stderr[-2000:]
         assert f"{2 * K - len(kept)} attempts written, {len(kept)} already held" in again.stdout
+        assert containers_of(proc.pid) == []
         after = rollouts(data)
         assert len(after) == 2 * K
         assert set(kept) <= set(after)

@@ -94,3 +94,13 @@ def test_malformed_spec_through_the_cli(tmp_path):
         assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
         assert f"{spec}: field 'tools.0 (quantity_of).returns.parser'" in proc.stderr
     assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("option", ["--k", "--workers", "--max-turns"])
+def test_bad_solve_input_is_rejected_by_the_settings_model(tmp_path, option):
+    proc = run_cli("solve", "--data", str(tmp_path), option, "0", "--base-url",
+                   "http://127.0.0.1:9/v1", "--model", "m")
+    assert proc.returncode == 2 and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert lines == [f"taskfactory: error: {option}: Input should be greater than or equal to 1"]
+    assert not any(tmp_path.iterdir())
