@@ -30,7 +30,7 @@ from tasks.grounding import checked_values, first_ungrounded, new_names
 from tasks.preserve import Required, missing_literals
 
 REJECTIONS = (("instruct", "not_preserved"), ("instruct", "leaked_answer"),
-              ("trajectories", "ungrounded"))
+              ("trajectories", "ungrounded"), ("trajectories", "examples_differ"))
 
 
 class Share(BaseModel):
