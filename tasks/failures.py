@@ -37,6 +37,7 @@ Reason = Literal[
     "invariant_outputs",  # (reconstruct) the outputs are the same on every hidden case
     "memorizer_passed",  # (reconstruct) a program copying a public output passes
     "hidden_leaked",     # (reconstruct) hidden case content in the agent's workspace
+    "examples_differ",   # (reconstruct) the program's test run differs from an example
     "sandbox",           # the sandbox itself failed (engine error)
     "seed_error",        # the ecosystem's seed code raised
     "seed_timeout",      # ... or did not return in time

@@ -13,9 +13,12 @@ grounded by ``142`` or ``42.5``, ``a.txt`` not by ``a.txt.bak``).
 
 The check covers the arguments of every assistant tool call — in the ``function`` view
 the JSON arguments; in the ``terminal`` view the values substituted into each command,
-given as ``call_values`` because a command line is not itself a value to look up, plus
-every name the command uses that is not shell syntax, a program or an option (routes,
-JSON fields, table and column names, paths: :func:`tasks.shell_names.command_names`) —
+given as ``call_values`` — except that a command line is not itself a value to look up:
+a ``bash`` call (of either view) is checked by every name its command uses that is not
+shell syntax, a program or an option (routes, JSON fields, table and column names, paths:
+:func:`tasks.shell_names.command_names`), and a file's content written by a
+``write_file`` call by the names its lines use (:func:`tasks.shell_names.script_names`;
+:func:`checked_values`) —
 and the code spans an assistant quotes in its reasoning or final answer, which may only
 name what was visible (tool names included).  Only standard-library and schema imports:
 the stats command re-checks shards with it.
@@ -31,10 +34,12 @@ from functools import lru_cache
 from schemas.ecosystem import NEW_NAME_NOTE
 from schemas.records import Message
 from tasks.markdown import code_spans
-from tasks.shell_names import command_names
+from tasks.shell_names import command_names, script_names
 
 SHELL_TOOL = "bash"
 """The terminal view's one tool: its calls' commands are checked name by name."""
+WRITE_FILE = "write_file"
+"""A tool writing a file (``path``, ``content``): the content is checked name by name."""
 
 _WORD = re.compile(r"\w")
 _APART = "\x00"
@@ -95,6 +100,19 @@ class Visible:
         return next((q for q in code_spans(text) if not self.quote(q)), None)
 
 
+def checked_values(tool: str, args: dict[str, object]) -> dict[str, object]:
+    """The values of a call to ``tool`` with ``args`` that are looked up: every argument
+    but a ``bash`` command (checked by its names instead) and a ``write_file`` content,
+    which counts by the names its lines use (keys ``content name 1``, ...).  A terminal
+    view is checked with these values of the matching function-view call."""
+    out = {k: v for k, v in args.items() if not (tool == SHELL_TOOL and k == "command")}
+    if tool == WRITE_FILE and "content" in out:
+        content = str(out.pop("content"))
+        out.update({f"content name {i}": n
+                    for i, n in enumerate(script_names(content), start=1)})
+    return out
+
+
 def new_names(messages: Sequence[Message], tools: list[dict]) -> list[list[str]]:
     """Per tool call of a function view, the values it gives parameters whose schema
     says they name a new entry (``NEW_NAME_NOTE``): names the agent may choose."""
@@ -143,7 +161,8 @@ def _unseen_argument(seen: Visible, name: str, arguments: str,
                      values: dict[str, object] | None) -> str | None:
     """The first value of one call that is not visible, described; ``values`` replaces
     the call's JSON arguments, and a shell call's command adds the names it uses."""
-    pairs = list((values if values is not None else json.loads(arguments)).items())
+    pairs = list((values if values is not None
+                  else checked_values(name, json.loads(arguments))).items())
     if name == SHELL_TOOL:
         command = str(json.loads(arguments).get("command", ""))
         pairs += [("name", n) for n in command_names(command)]
@@ -151,7 +170,8 @@ def _unseen_argument(seen: Visible, name: str, arguments: str,
         if not seen.value(value, name):
             text = value_text(value)
             shown = text if len(text) <= 60 else text[:57] + "..."
-            return (f"{name} {'uses the name ' if arg == 'name' else 'argument ' + arg + '='}"
+            named = arg == "name" or arg.startswith("content name ")
+            return (f"{name} {'uses the name ' if named else 'argument ' + arg + '='}"
                     f"{shown!r} appears in neither the instruction, the tool schema nor an "
                     "earlier observation")
     return None

@@ -17,9 +17,15 @@ service, as opposed to shell syntax, a program, an option or a language keyword:
 
 A file the command itself writes by redirection (``> out/x.txt``, ``> ledger.tmp``) is the
 command's own choice, not something it had to be shown, so it is no name here (a tool's
-output argument is still checked as an argument).  Words of the program's own vocabulary
-(subcommands, option values, awk and Python code, format strings) are not names.
-Standard library only: ``stats`` re-checks shards with it.
+output argument is still checked as an argument).
+
+A script (a written file's content, or a here-document's body) uses the names of its
+lines, each read as a command (comments and blank lines aside); a file one of its lines
+writes by redirection is the script's own from then on (:func:`script_names`).  A command
+with a here-document uses the names of its first line and of the document's body.
+
+Words of the program's own vocabulary (subcommands, option values, awk and Python code,
+format strings) are not names.  Standard library only: ``stats`` re-checks shards with it.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ _SQL_STRING = re.compile(r"'(?:[^']|'')*'")
 _DOT_COMMAND = re.compile(r"^\.[a-z]+(\s+.*)?$", re.S)
 _RANGE = re.compile(r"^[\w/-]+\.{2,3}[\w/-]+$")
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1([^\n]*)\n(.*?)\n\2[ \t]*(?=\n|$)", re.S)
 
 
 def _words(command: str, targets: list[str] | None = None) -> list[str]:
@@ -137,10 +144,36 @@ def command_names(command: str) -> list[str]:
     return list(_command_names(command))
 
 
+def script_names(script: str) -> list[str]:
+    """The names the lines of ``script`` use, in order, without repeats: a file an earlier
+    line wrote by redirection is not one."""
+    names: list[str] = []
+    created: set[str] = set()
+    for line in script.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        found, made = _names(line)
+        names += [n for n in found if n not in created and n not in names]
+        created.update(made)
+    return names
+
+
 @lru_cache(maxsize=1024)
 def _command_names(command: str) -> tuple[str, ...]:
     """:func:`command_names`, remembered: a trace's commands recur in every trajectory of
     the task, and shell words are slow to split."""
+    heredoc = _HEREDOC.search(command)
+    if heredoc is None:
+        return _names(command)[0]
+    head = command[:heredoc.start()] + heredoc.group(3)
+    names = [*_names(head)[0], *script_names(heredoc.group(4)),
+             *_command_names(command[heredoc.end():])]
+    return tuple(dict.fromkeys(names))
+
+
+@lru_cache(maxsize=1024)
+def _names(command: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The names one command line uses, and the files it writes by redirection."""
     names: list[str] = []
     created: list[str] = []
     previous = ""
@@ -161,4 +194,4 @@ def _command_names(command: str) -> tuple[str, ...]:
         for name in found:
             if name not in names:
                 names.append(name)
-    return tuple(n for n in names if n not in created)
+    return tuple(n for n in names if n not in created), tuple(created)

@@ -217,17 +217,20 @@ def trajectory_id(task_id: str, action_space: str, supervision: str, rendering: 
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
-def render_trajectories(eco: Ecosystem, graph: WorkflowGraph, task_id: str, run_id: str,
-                        instruction: Instruction, trace: Trace, seed: int,
-                        reasoner: Reasoner | None = None, rendering: str = "template",
-                        ) -> list[TrajectoryRow]:
-    """Six rows (two views x three supervision modes), every view grounding-checked."""
+View = tuple[ActionSpace, list[Message], list[dict], list[dict[str, object]] | None]
+"""One rendered view: its action space, messages (with reasoning, no loss flags), tools
+and per tool call the values the grounding check looks up (None: the call's arguments)."""
+
+
+def trajectory_rows(task_id: str, run_id: str, views: Sequence[View],
+                    rendering: str = "template") -> list[TrajectoryRow]:
+    """Three rows per view (one per supervision mode), every view grounding-checked first:
+    the names the agent chose are the first view's (the function view's) in each.  Raises
+    ``trajectories/ungrounded`` naming the view and the value."""
     rows = []
     now = datetime.now(UTC)
-    chosen: list[list[str]] | None = None  # from the function view, which comes first
-    for space in ACTION_SPACES:
-        messages, tools, values = conversation(eco, graph, instruction, trace, space, seed,
-                                               reasoner)
+    chosen: list[list[str]] | None = None
+    for space, messages, tools, values in views:
         chosen = new_names(messages, tools) if chosen is None else chosen
         problem = first_ungrounded(messages, tools, values, chosen)
         if problem is not None:
@@ -241,3 +244,13 @@ def render_trajectories(eco: Ecosystem, graph: WorkflowGraph, task_id: str, run_
                 supervision=mode, action_space=space, reward=1.0, n_turns=n_turns,
                 rendering=rendering, created_at=now))
     return rows
+
+
+def render_trajectories(eco: Ecosystem, graph: WorkflowGraph, task_id: str, run_id: str,
+                        instruction: Instruction, trace: Trace, seed: int,
+                        reasoner: Reasoner | None = None, rendering: str = "template",
+                        ) -> list[TrajectoryRow]:
+    """Six rows (two views x three supervision modes), every view grounding-checked."""
+    views: list[View] = [(space, *conversation(eco, graph, instruction, trace, space, seed,
+                                                reasoner)) for space in ACTION_SPACES]
+    return trajectory_rows(task_id, run_id, views, rendering)

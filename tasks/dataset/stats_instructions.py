@@ -9,8 +9,9 @@ template id — the layout is formatting, not wording.
 The audit re-checks what the pipeline enforced, from the shards alone: every task's
 instruction still holds each of its ``instruction_literals`` as a code span (tasks written
 before these columns existed count as not re-checked: template ``unknown``), and every
-trajectory is grounded (terminal calls are checked with the argument values of the
-matching function-view call).  Rejections come from ``attempts``.
+trajectory is grounded (terminal calls are checked with the values of the matching
+function-view call that are looked up, :func:`tasks.grounding.checked_values`).
+Rejections come from ``attempts``.
 
 Imports neither Prefect nor Docker.
 """
@@ -25,11 +26,11 @@ from pydantic import BaseModel
 
 from schemas.records import LLM_SUFFIX, Message
 from tasks.dataset.query import stream_rows
-from tasks.grounding import first_ungrounded, new_names
+from tasks.grounding import checked_values, first_ungrounded, new_names
 from tasks.preserve import Required, missing_literals
 
 REJECTIONS = (("instruct", "not_preserved"), ("instruct", "leaked_answer"),
-              ("trajectories", "ungrounded"))
+              ("trajectories", "ungrounded"), ("trajectories", "examples_differ"))
 
 
 class Share(BaseModel):
@@ -100,7 +101,8 @@ def _grounding(con: duckdb.DuckDBPyConnection) -> dict[str, list[int]]:
                 waiting[key].append((eco, messages, tools))
             continue
         check(eco, messages, tools, None)
-        values = ([json.loads(c.function.arguments) for m in messages
+        values = ([checked_values(c.function.name, json.loads(c.function.arguments))
+                   for m in messages
                    for c in m.tool_calls or []], new_names(messages, json.loads(tools)))
         if key in waiting:
             for view in waiting.pop(key):

@@ -10,8 +10,10 @@ from datetime import UTC, datetime
 from environments.ecosystems import Ecosystem
 from schemas.graph import WorkflowGraph
 from schemas.records import StageName, TaskRow
+from tasks.program import reference_program
 from tasks.realize import env_digest, state_digest
 from tasks.reasoning import LLMReasoner
+from tasks.reconstruct_trajectories import render_reconstruct_trajectories
 from tasks.stages.context import CandidateContext, Phase
 from tasks.trajectories import render_trajectories
 
@@ -26,15 +28,16 @@ def task_id_for(eco: Ecosystem, digest: str, graph: WorkflowGraph, instruction: 
 
 class Trajectories:
     """With an LLM, its reasoning is kept where it passes the template's checks.  A
-    reconstruct task has no trajectories yet: its trace is the program, not the agent's
-    work (inspecting examples, writing and testing the program)."""
+    reconstruct task's trajectories are the agent's work on the examples (inspecting them,
+    writing and testing the program: :mod:`tasks.reconstruct_trajectories`), run in a
+    fresh sandbox of the ecosystem, closed when they are rendered."""
 
     name: StageName = "trajectories"
     phase: Phase = "render_s"
     needs: tuple[str, ...] = (
         "eco", "env", "candidate", "graph", "trace", "before", "checks", "verifier_py",
         "solution_sh", "gate", "required", "instruction", "llm", "run_id", "backend", "image",
-        "generator_version", "cases")
+        "generator_version", "cases", "open_sandbox")
     gives: tuple[str, ...] = ("task", "trajectories")
 
     def run(self, ctx: CandidateContext) -> None:
@@ -42,10 +45,16 @@ class Trajectories:
         task_id = task_id_for(ctx.eco, digest, ctx.graph, ctx.instruction.text,
                               ctx.verifier_py, ctx.solution_sh)
         reasoner = LLMReasoner(ctx.llm) if ctx.llm is not None else None
-        ctx.trajectories = [] if ctx.cases is not None else render_trajectories(
-            ctx.eco, ctx.graph, task_id, ctx.run_id, ctx.instruction, ctx.trace,
-            ctx.candidate.seed, reasoner,
-            rendering=f"llm:{reasoner.model}" if reasoner else "template")
+        if ctx.cases is not None:
+            with ctx.open(tuple(ctx.trace.environment.packages)) as sandbox:
+                ctx.trajectories = render_reconstruct_trajectories(
+                    sandbox, task_id, ctx.run_id, ctx.instruction.text, ctx.trace,
+                    ctx.cases, reference_program(ctx.eco, ctx.graph, ctx.trace))
+        else:
+            ctx.trajectories = render_trajectories(
+                ctx.eco, ctx.graph, task_id, ctx.run_id, ctx.instruction, ctx.trace,
+                ctx.candidate.seed, reasoner,
+                rendering=f"llm:{reasoner.model}" if reasoner else "template")
         ctx.task = task_row(ctx, task_id, digest)
 
 

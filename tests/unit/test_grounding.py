@@ -4,7 +4,7 @@ showed it."""
 import json
 
 from schemas.records import FunctionCall, Message, ToolCall
-from tasks.grounding import appears, first_ungrounded
+from tasks.grounding import appears, checked_values, first_ungrounded
 
 TOOLS = [{"type": "function", "function": {
     "name": "set_status", "description": "Set a status: open, in_progress or closed.",
@@ -106,3 +106,35 @@ def test_the_function_view_keeps_its_rule_for_arguments():
     messages = conversation("Close ticket `12`.",
                             call(1, "set_status", {"ticket": 12, "status": "closed"}))
     assert first_ungrounded(messages, TOOLS) is None  # `closed` is in the tool's schema
+
+
+def test_a_shell_call_is_checked_by_its_names_in_either_view():
+    """A ``bash`` call's command is never looked up as one value, with or without the
+    values of a terminal view: what it uses must have been shown."""
+    command = "head -n 3 data/orders.csv"
+    seen = conversation("Look at `data/orders.csv`.", call(1, "bash", {"command": command}))
+    assert first_ungrounded(seen, TOOLS) is None
+    assert first_ungrounded(seen, TOOLS, [checked_values("bash", {"command": command})]) \
+        is None
+    unseen = conversation("Look at the orders.", call(1, "bash", {"command": command}))
+    assert "uses the name 'data/orders.csv'" in first_ungrounded(unseen, TOOLS)
+
+
+def test_a_written_file_counts_by_the_names_its_lines_use():
+    program = ("#!/usr/bin/env bash\n# filter the rows\ncd \"$1\"\n"
+               "awk 'NR>1' data/orders.csv > out/rows.csv\nsort out/rows.csv > out/sorted.csv\n")
+    tools = [*TOOLS, {"type": "function", "function": {"name": "write_file", "parameters": {}}}]
+    args = {"path": "solution/run.sh", "content": program}
+    assert checked_values("write_file", args) == {"path": "solution/run.sh",
+                                                  "content name 1": "data/orders.csv"}
+    heredoc = f"cat > solution/run.sh <<'END'\n{program}END"
+    for instruction, problem in (
+            ("Write `solution/run.sh` reading `data/orders.csv`.", None),
+            ("Write `solution/run.sh` reading the orders.",
+             "uses the name 'data/orders.csv'")):
+        function = conversation(instruction, call(1, "write_file", args))
+        terminal = conversation(instruction, call(1, "bash", {"command": heredoc}))
+        for found in (first_ungrounded(function, tools),
+                      first_ungrounded(terminal, tools,
+                                       [checked_values("write_file", args)])):
+            assert (found is None) if problem is None else (problem in found)

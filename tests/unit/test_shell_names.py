@@ -2,7 +2,7 @@
 
 import pytest
 
-from tasks.shell_names import command_names, routes
+from tasks.shell_names import command_names, routes, script_names
 
 CASES = [
     ("curl -sSf -G --data-urlencode team=growth --data-urlencode status=open,in_progress "
@@ -46,3 +46,13 @@ def test_routes_name_the_method_segments_and_query_keys():
     assert routes(CASES[2][0]) == [["GET", "stats", "by", "status"]]
     assert routes("curl -d '{}' http://h:1/users") == [["POST", "users"]]
     assert routes("cat SERVICE.md") == []
+
+
+def test_a_here_document_uses_the_names_of_its_lines():
+    """The body of a here-document is a script: each line's names, but not a file an
+    earlier line wrote; the command's own line and what follows count too."""
+    body = ("# out/x.txt is made below\nawk 1 data/a.csv > out/x.txt\n"
+            "sort out/x.txt > out/y.txt\n\nsqlite3 shop.db \"SELECT * FROM orders\"")
+    assert script_names(body) == ["data/a.csv", "shop.db", "orders"]
+    command = f"mkdir -p solution && cat > solution/run.sh <<'END'\n{body}\nEND\ncat notes.md"
+    assert command_names(command) == ["data/a.csv", "shop.db", "orders", "notes.md"]
