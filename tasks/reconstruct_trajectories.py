@@ -6,10 +6,10 @@ public example's arguments (``cat examples/<case>/args.json``); the trace's disc
 (the ecosystem's own read commands, :mod:`tasks.discovery`) run in the first example (the
 candidate's own seed): those of the first step in its input, those of later steps, which
 may read what earlier steps made, in its expected folder; what each example's work
-changed (``diff -r`` of its input and expected folders, git's folder aside); the program
-written at :data:`tasks.program.PROGRAM` (the task's reference program); then on each
-public example a copy of its input, the program run on it with the example's arguments
-and the copy compared with the expected folder (:func:`compare_command`).  Every command
+changed (:func:`diff_command`: its input and expected folders, and in a git workspace
+their refs); the program written at :data:`tasks.program.PROGRAM` (the task's reference
+program); then on each public example a copy of its input, the program run on it with the
+example's arguments and the copy compared with the expected folder.  Every command
 really runs (:func:`run_work`): the observations are what it printed.
 
 Both action spaces come from the one run: ``terminal`` (one ``bash`` tool; the program is
@@ -81,15 +81,14 @@ def _run_dir(case: Case) -> str:
     return f"/tmp/run-{case.name}"
 
 
-def compare_command(case: Case, git: bool) -> str:
-    """Compares the run copy of ``case`` with its expected folder: every file (git's
-    folder aside) and, in a git workspace, every ref's tree and subject (commit hashes
-    depend on when the commits were made)."""
-    run, expected = _run_dir(case), f"{EXAMPLES}/{case.name}/expected"
-    command = f"diff -r --exclude=.git {run} {expected}"
+def diff_command(left: str, right: str, git: bool, then: str = "&&") -> str:
+    """Compares folder ``left`` with ``right``: every file (git's folder aside) and, in a
+    git workspace, every ref's tree and subject (commit hashes depend on when the commits
+    were made); ``then`` joins the two (``;`` shows both even when files differ)."""
+    command = f"diff -r --exclude=.git {left} {right}"
     if git:
         refs = "for-each-ref --format='%(refname) %(tree) %(subject)'"
-        command += f" && diff <(git -C {run} {refs}) <(git -C {expected} {refs})"
+        command += f" {then} diff <(git -C {left} {refs}) <(git -C {right} {refs})"
     return command
 
 
@@ -110,8 +109,8 @@ def plan_work(trace: Trace, cases: list[Case], program: str, git: bool) -> list[
                                      f"cd {EXAMPLES}/{public[0].name}/{part} && "
                                      f"{d.command}"))
     actions += [_bash(f"What the work changed in example {c.name}.",
-                      f"diff -r --exclude=.git {EXAMPLES}/{c.name}/input "
-                      f"{EXAMPLES}/{c.name}/expected") for c in public]
+                      diff_command(f"{EXAMPLES}/{c.name}/input", f"{EXAMPLES}/{c.name}/expected",
+                                   git, then=";")) for c in public]
     folder = PROGRAM.rsplit("/", 1)[0]
     write = (f"mkdir -p {folder} && cat > {PROGRAM} <<'{_HEREDOC_END}'\n{program.rstrip()}\n"
              f"{_HEREDOC_END}")
@@ -122,7 +121,8 @@ def plan_work(trace: Trace, cases: list[Case], program: str, git: bool) -> list[
         args = " ".join(shlex.quote(a) for a in c.args)
         command = (f"rm -rf {run} && cp -a {EXAMPLES}/{c.name}/input {run} && "
                    f"bash {PROGRAM} {run}{' ' + args if args else ''} && "
-                   f"{compare_command(c, git)} && echo 'same as expected'")
+                   f"{diff_command(run, f'{EXAMPLES}/{c.name}/expected', git)} && "
+                   "echo 'same as expected'")
         actions.append(_bash(f"I test the program on a copy of example {c.name}'s input and "
                              "compare the result with its expected folder.", command))
     return actions

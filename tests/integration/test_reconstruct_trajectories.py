@@ -104,7 +104,7 @@ def test_the_program_written_is_the_reference_and_passes_every_example(outcomes)
 
 
 def test_observations_show_the_examples_content(outcomes):
-    for _, o in _reconstruct(outcomes):
+    for name, o in _reconstruct(outcomes):
         row = next(r for r in o.trajectories if r.action_space == "terminal")
         seen = "\n".join(m.content for m in row.messages if m.role == "tool")
         cases = json.loads(o.task.cases_json)
@@ -114,7 +114,7 @@ def test_observations_show_the_examples_content(outcomes):
         changed = [m.content for m in row.messages if m.role == "tool"
                    and ("Only in examples/" in m.content or "\n> " in m.content
                         or m.content.startswith(("<", ">")) or "differ" in m.content)]
-        assert changed, "no observation shows what an example's work changed"
+        assert changed, f"{name}: no observation shows what an example's work changed: {seen}"
 
 
 def _one_reconstruct(outcomes, name):
