@@ -9,6 +9,9 @@ UV := python3 -m uv
 DATA ?= data
 TASKS ?= 20
 SEED ?= 1
+# Test processes (pytest-xdist), each taking whole files: most tests wait on containers,
+# servers and subprocesses, so two keep the two cores busier than one.
+TEST_WORKERS ?= 2
 export UV_PYTHON_DOWNLOADS := never
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
@@ -45,7 +48,7 @@ test: venv
 	@$(MAKE) --no-print-directory image || echo "test: no Docker engine; Docker-backed tests will be skipped"
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
-	$(VENV)/bin/pytest -ra --durations=25 $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -ra --durations=25 -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .

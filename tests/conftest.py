@@ -64,7 +64,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.nodeid not in _docker_nodeids:
+    # under pytest-xdist the controller collects nothing: its reports carry the markers
+    if report.nodeid not in _docker_nodeids and "docker" not in report.keywords:
         return
     if report.failed:
         outcome = "failed"
@@ -109,7 +110,7 @@ def sft_data(tmp_path_factory: pytest.TempPathFactory):
     from tasks.plan import plan_candidates
     from tests.support.dataset import write_outcomes
 
-    run_id = "itest-sft-export"
+    run_id = f"itest-sft-export-{os.getpid()}"  # one per test process (pytest-xdist)
     root = tmp_path_factory.mktemp("sft") / "data"
     outcomes = [build_candidate(c, name, LocalConfig(), run_id)
                 for name in ("files", "sql", "git")
