@@ -18,8 +18,9 @@ rebuilt environment.
 - ``reference``: the reference solution (on a reconstruct task: it installs the
   reference program);
 - ``empty``: every expected output created empty (:mod:`tasks.shortcuts`);
-- ``partial``: the reference minus its last mutating step (only when it has one; on a
-  reconstruct task, the reference program minus that step);
+- ``partial``: the reference minus its last mutating step (only when it has one); on a
+  reconstruct task, the reference program minus that step, or minus its last step when
+  it has no mutating one (its answer then goes unwritten);
 - ``literals``: every output holding the instruction's literals, the answer tried as each;
 - ``memorizer``: a reconstruct task's program that copies the first public example's
   expected output, whatever its input (:func:`tasks.program.memorizer_program`);
@@ -52,7 +53,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from environments.ecosystems import Ecosystem
-from schemas.trace import Trace
+from schemas.trace import StepTrace, Trace
 from schemas.verifier import Check
 from tasks.alternative import AlternativeSolution, alternative_solution, explain
 from tasks.commands import solution_failure, solution_script
@@ -217,8 +218,14 @@ def _reference(host: Host, task: ControlTask) -> Acted:
     return Acted(solved=host.solve())
 
 
+def _dropped(task: ControlTask) -> StepTrace:
+    """The step the partial control leaves out: the last mutating one, else (a reconstruct
+    program that only reads) the last one."""
+    return (_writes(task) or task.trace.steps)[-1]
+
+
 def _partial(host: Host, task: ControlTask) -> Acted:
-    last = _writes(task)[-1]
+    last = _dropped(task)
     return Acted(solved=host.solve(task.script([s for s in task.trace.steps
                                                 if s is not last])))
 
@@ -280,8 +287,9 @@ CONTROLS: tuple[Control, ...] = (
     Control("empty", _faked("empty"), "fail", "empty_outputs_passed",
             PASSES.format("with every output created empty"), applies=_builds),
     Control("partial", _partial, "fail", "partial_solution_passed",
-            PASSES.format("after the reference solution minus its last mutating step"),
-            applies=lambda task: bool(_writes(task))),
+            PASSES.format("after the reference solution minus its last mutating step (a "
+                          "reconstruct program that only reads: its last step)"),
+            applies=lambda task: bool(_writes(task)) or task.reconstruct),
     Control("literals", _faked("literals"), "fail", "literals_passed",
             PASSES.format("with the outputs holding the instruction's literals"),
             applies=_builds),

@@ -100,7 +100,7 @@ def reconstruct(con: duckdb.DuckDBPyConnection) -> str:
                min(hidden_cases) as "hidden min", round(avg(hidden_cases), 1) as "hidden avg",
                count(*) filter (gate.reference_reward = 1) as "reference 1",
                count(*) filter (gate.memorizer_reward < 1) as "memorizer < 1",
-               count(*) filter (coalesce(gate.partial_reward, 0) < 1) as "partial < 1"
+               count(*) filter (gate.partial_reward < 1) as "partial < 1"
         from tasks where kind = 'reconstruct' group by all order by all""",
         "Each task's verifier judges the program on its hidden cases in three levels: "
         "structure (the program exists, exits 0 within its time limit on every case), "
@@ -108,8 +108,8 @@ def reconstruct(con: duckdb.DuckDBPyConnection) -> str:
         "modes) and anti-shortcut (its outputs vary with its input); the reward is 1 only "
         "when every hidden case is right.  The gate's controls: the reference program "
         "(must score 1), a memorizer copying a public example's expected output and the "
-        "reference minus its last step (both must score below 1); `partial < 1` counts "
-        "tasks without a last step to drop too.")
+        "reference minus its last mutating step, or its last step when it only reads (both "
+        "must score below 1).")
 
 
 def faults(con: duckdb.DuckDBPyConnection) -> str:
