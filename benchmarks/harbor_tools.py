@@ -88,12 +88,15 @@ def export(rows: list[TaskRow], out: Path, eco_dirs: list[Path]) -> list[tuple[E
 
 
 def harbor_job(harbor: str, tasks_dir: Path, agent: str, jobs: Path, name: str,
-               concurrency: int) -> tuple[float, dict[str, float | None], str]:
-    """``harbor run -a agent`` over every folder in ``tasks_dir`` on the docker
-    environment: (wall seconds, folder name -> reward or None for a trial that raised,
-    the tail of Harbor's output)."""
+               concurrency: int, attempts: int = 1
+               ) -> tuple[float, dict[str, float | None], str]:
+    """``harbor run -a agent -k attempts`` over every folder in ``tasks_dir`` on the
+    docker environment: (wall seconds, trial name -> reward or None for a trial that
+    raised, the tail of Harbor's output).  With one attempt a trial is named by its
+    folder."""
     argv = [harbor, "run", "-p", str(tasks_dir), "-a", agent, "-e", "docker",
-            "-n", str(concurrency), "-o", str(jobs), "--job-name", name, "-y", "-q"]
+            "-n", str(concurrency), "-k", str(attempts), "-o", str(jobs), "--job-name", name,
+            "-y", "-q"]
     t0 = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, text=True, env=harbor_env())
     seconds = time.perf_counter() - t0
@@ -101,9 +104,10 @@ def harbor_job(harbor: str, tasks_dir: Path, agent: str, jobs: Path, name: str,
     for result in sorted((jobs / name).glob("*/result.json")):
         trial = json.loads(result.read_text())
         folder = Path(trial["config"]["task"]["path"]).name
+        trial_name = folder if attempts == 1 else result.parent.name
         verdict = trial.get("verifier_result") or {}
         reward = (verdict.get("rewards") or {}).get("reward")
-        rewards[folder] = None if trial.get("exception_info") or reward is None else reward
+        rewards[trial_name] = None if trial.get("exception_info") or reward is None else reward
     return seconds, rewards, (proc.stdout + proc.stderr)[-1500:]
 
 

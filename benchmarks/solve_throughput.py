@@ -1,7 +1,7 @@
 """Rollouts per minute of ``taskfactory solve`` with a scripted replay agent.
 
     .venv/bin/python benchmarks/solve_throughput.py --data DATA [--k 4] [--workers 4]
-        [--repeat 3] [--where SQL]
+        [--repeat 3] [--where SQL] [--harbor PATH [--harbor-concurrency 2]]
 
 The agent is a real OpenAI-compatible HTTP server in this process (the test suite's
 scripted server) that replays each task's reference ``terminal`` trajectory, one tool call
@@ -12,8 +12,12 @@ repeat solves a fresh copy of ``DATA`` (``solve`` writes into it) as the CLI, Pr
 flow included; one uncounted warm-up (k = 1) builds the images.  Prints each run's attempts,
 solved share and attempts per minute, the median, and the median attempt's time split
 (endpoint seconds vs the rest) read back from ``rollouts``.  Every attempt must be solved,
-else the script exits 1.  Harbor's runner with its oracle agent on the same tasks is not
-measured here (see ``harbor_vs_gate.py`` for the gate-side comparison).
+else the script exits 1.
+
+With ``--harbor``, the same tasks are exported as Harbor folders and Harbor's own runner
+does the same work with its oracle agent (``harbor run -a oracle -k K``, docker
+environment), once, after the solve repeats: its attempts per minute, and the ratio of
+solve's median to it.  Every oracle trial must score 1, else the script exits 1.
 """
 
 from __future__ import annotations
@@ -31,7 +35,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from harbor_tools import export, find_harbor, harbor_job  # noqa: E402
+
 from tasks.dataset import Dataset  # noqa: E402
+from tasks.harbor.source import load_rows  # noqa: E402
 from tests.support.openai_server import Behaviour, OpenAIServer  # noqa: E402
 from tests.support.scripted_agents import reference_calls, replay  # noqa: E402
 
@@ -62,6 +69,27 @@ def solve_once(data: Path, srv: OpenAIServer, args: argparse.Namespace,
     return seconds, copy
 
 
+def harbor_rate(data: Path, args: argparse.Namespace) -> tuple[float, int]:
+    """Harbor's oracle on the tasks ``solve`` took, k attempts each: (attempts per
+    minute, trials that did not score 1)."""
+    harbor = find_harbor(args.harbor)
+    work = Path(tempfile.mkdtemp(prefix="solve-bench-harbor-"))
+    try:
+        export(load_rows(data, args.where), work / "tasks", [])
+        seconds, rewards, tail = harbor_job(harbor, work / "tasks", "oracle", work / "jobs",
+                                            "oracle", args.harbor_concurrency, args.k)
+        if not rewards:
+            sys.exit(f"harbor run produced no trials: {tail}")
+        rate = len(rewards) / seconds * 60
+        failed = sum(r != 1 for r in rewards.values())
+        print(f"harbor oracle: {len(rewards)} attempts in {seconds:.1f} s "
+              f"(-n {args.harbor_concurrency}): {rate:.1f} attempts/min, "
+              f"{len(rewards) - failed} scored 1")
+        return rate, failed
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", type=Path, required=True)
@@ -69,6 +97,8 @@ def main() -> int:
     p.add_argument("--workers", type=int, default=4)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--where")
+    p.add_argument("--harbor", help="the harbor executable: also time Harbor's oracle")
+    p.add_argument("--harbor-concurrency", type=int, default=2)
     args = p.parse_args()
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
@@ -88,8 +118,12 @@ def main() -> int:
                   f"{rate:.1f} attempts/min, solved {solved:.0%}; median attempt "
                   f"{total_s:.2f} s, of which endpoint {llm_s:.2f} s")
             shutil.rmtree(copy.parent)
-    print(f"median: {statistics.median(rates):.1f} attempts/min "
-          f"(k={args.k}, workers={args.workers})")
+    median = statistics.median(rates)
+    print(f"median: {median:.1f} attempts/min (k={args.k}, workers={args.workers})")
+    if args.harbor:
+        rate, harbor_failed = harbor_rate(args.data, args)
+        print(f"solve / harbor oracle: {median / rate:.1f}x attempts per minute")
+        failed += harbor_failed
     return 1 if failed else 0
 
 
