@@ -33,7 +33,7 @@ from environments.ecosystems.usercode import UserCodeError
 from schemas.ecosystem import Param, type_satisfies
 from schemas.trace import Trace
 from tasks.commands import render_command, solution_script
-from tasks.plan import fresh_name
+from tasks.shapes import fresh_name
 from tasks.shortcuts import literals
 
 DRAWS = 8

@@ -20,7 +20,7 @@ from environments.ecosystems import Ecosystem
 from schemas.ecosystem import ToolSpec, type_satisfies
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
 from schemas.trace import StepTrace
-from tasks.plan import fresh_name, in_place
+from tasks.shapes import fresh_name, in_place
 
 
 def _bind(tool: ToolSpec, pool: list[tuple[str, Binding]], spare: list[tuple[str, str]],
