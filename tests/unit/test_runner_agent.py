@@ -1,16 +1,21 @@
 """The in-container runner, run here on the host as a real process (no Docker needed).
 
 It is started exactly as in a container -- the ``python3 -c`` bootstrap reading the
-payload from stdin -- and spoken to over pipes with the real protocol.
+payload from stdin -- and spoken to over pipes with the real protocol.  As in a container,
+where it runs as the sandbox user, it runs as a uid of its own when the tests run as root:
+its sweeps (what a timed-out exec left) KILL processes of its uid, and as root on the host
+that would be every process other tests, or anyone, started meanwhile.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import stat
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,13 +25,19 @@ import pytest
 from environments.runner import launch_argv, payload
 from environments.runner.protocol import FrameReader, encode_frame
 
+RUNNER_UID = 64023
+"""The runner's uid when the tests run as root: one no other process on the host uses."""
+AS_ROOT = os.getuid() == 0
+
 
 class Runner:
     """A runner process on the host and a blocking client for it."""
 
     def __init__(self, reap: tuple[int, ...] = ()) -> None:
+        user = {"user": RUNNER_UID, "group": RUNNER_UID, "extra_groups": [],
+                "env": {"PATH": "/usr/local/bin:/usr/bin:/bin"}} if AS_ROOT else {}
         self.proc = subprocess.Popen(launch_argv(reap), stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, cwd="/")  # fmt: skip
+                                     stdout=subprocess.PIPE, cwd="/", **user)  # fmt: skip
         self.proc.stdin.write(payload())
         self.proc.stdin.flush()
         self.frames, self.ready, self.ids = FrameReader(), [], iter(range(1, 10**6))
@@ -62,6 +73,25 @@ class Runner:
         if self.proc.poll() is None:
             self.proc.stdin.close()
             self.proc.wait(10)
+
+
+@pytest.fixture()
+def tmp_path() -> Iterator[Path]:
+    """A fresh folder the runner's uid owns (pytest's own are root's, mode 700)."""
+    path = Path(tempfile.mkdtemp(prefix="runner-test-"))
+    if AS_ROOT:
+        os.chown(path, RUNNER_UID, RUNNER_UID)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _give(path: Path) -> None:
+    """As root: hand what the test wrote under ``path`` to the runner's uid (in a container
+    the sandbox user made it)."""
+    if AS_ROOT:
+        for where, dirs, files in os.walk(path):
+            for name in [*dirs, *files]:
+                os.lchown(os.path.join(where, name), RUNNER_UID, RUNNER_UID)
 
 
 @pytest.fixture()
@@ -291,6 +321,7 @@ def test_snapshot_and_restore_trees(runner: Runner, tmp_path: Path) -> None:
     before = _tree(work)
 
     def op(name: str, src: Path, dst: Path) -> dict:
+        _give(tmp_path)
         return runner.answer(runner.send({"op": name, "src": str(src), "dst": str(dst)}))
 
     assert "error" not in op("snapshot", work, snap)
