@@ -226,8 +226,10 @@ def _dropped(task: ControlTask) -> StepTrace:
 
 def _partial(host: Host, task: ControlTask) -> Acted:
     last = _dropped(task)
+    which = "last mutating step" if _writes(task) else "last step (a program that only reads)"
     return Acted(solved=host.solve(task.script([s for s in task.trace.steps
-                                                if s is not last])))
+                                                if s is not last])),
+                 what=f"its {which}, {last.step_id} {last.tool}")
 
 
 def _repairs(task: ControlTask) -> list:
@@ -287,8 +289,7 @@ CONTROLS: tuple[Control, ...] = (
     Control("empty", _faked("empty"), "fail", "empty_outputs_passed",
             PASSES.format("with every output created empty"), applies=_builds),
     Control("partial", _partial, "fail", "partial_solution_passed",
-            PASSES.format("after the reference solution minus its last mutating step (a "
-                          "reconstruct program that only reads: its last step)"),
+            PASSES.format("after the reference solution minus {what}"),
             applies=lambda task: bool(_writes(task)) or task.reconstruct),
     Control("literals", _faked("literals"), "fail", "literals_passed",
             PASSES.format("with the outputs holding the instruction's literals"),

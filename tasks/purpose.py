@@ -8,6 +8,11 @@ already sorted and unique) or another output of the task (the same rows copied i
 tables).  Equality is the section's compare mode (:func:`tasks.comparisons.digest`), so
 "equal" means what the verifier would call equal.
 
+A workflow's answer is purposeless too when it prints the same without the last write
+step and that step's result is intermediate (only later reads see it): the reference
+minus that step would pass the gate's partial control
+(:meth:`tasks.repair.Run._check_answer_needs_last_write`).
+
 Execution rejects such a step as ``execute/purposeless`` and repairs it like a degenerate
 one (other arguments, another tool, or a shorter graph).  The digest of each write step's
 entry is kept on the trace (``StepTrace.digest``) so ``stats`` can measure the same

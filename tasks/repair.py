@@ -27,16 +27,18 @@ from dataclasses import dataclass, field
 
 from environments.ecosystems import Ecosystem
 from environments.ecosystems.usercode import UserCodeError
-from environments.sandbox import Sandbox
+from environments.sandbox import ExecResult, Sandbox
 from schemas.ecosystem import type_satisfies
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
-from schemas.trace import Repair, RepairKind, StepTrace
+from schemas.trace import Repair, RepairKind, StepTrace, Trace
+from tasks.commands import shell_argv
 from tasks.compose import render_phrase
+from tasks.deliverables import flow
 from tasks.failures import StageFailure, user_code_failure
 from tasks.purpose import Written, entry_digest, purposeless, written_entry
 from tasks.realize import LiveEnvironment, probe
 from tasks.repair_llm import RepairProposal, RepairRequest
-from tasks.steps import relative, replay, run_step
+from tasks.steps import relative, replay, run_step, same_observation
 from tasks.substitute import substitutes
 
 MAX_TRIES = 3
@@ -102,6 +104,8 @@ class Run:
         st = run_step(self.sandbox, self.eco, self.candidate, step, self.outputs,
                       self.discovered(), self.shown(step), before)
         if tool.effect != "write":
+            if step.id == self.graph.steps[-1].id:
+                self._check_answer_needs_last_write(st)
             return st
         assert before is not None
         after = probe(self.sandbox, self.eco)
@@ -111,6 +115,31 @@ class Run:
         entry = written_entry(self.eco, tool, st.args, after)
         self._pending = Written(st.step_id, entry, before, after)
         return st.model_copy(update={"digest": entry_digest(self.eco, after, entry)})
+
+    def _check_answer_needs_last_write(self, answer: StepTrace) -> None:
+        """The answer must show the work of the last write step when that step's result is
+        intermediate (only later reads see it): else the reference minus that step — the
+        gate's partial control — would pass, and the step has no purpose in the task.
+        Runs the kept steps without it from the initial state (leaving the sandbox dirty)
+        and raises ``purposeless`` when the answer's command prints the same."""
+        writes = [i for i, st in enumerate(self.steps)
+                  if self.eco.spec.tool(st.tool).effect == "write"]
+        if not writes or writes[-1] not in flow(self.eco.spec, self.graph, Trace(
+                steps=[*self.steps, answer])).intermediate:
+            return
+        last = self.steps[writes[-1]]
+        self.sandbox.restore(self.env.initial)
+        self.dirty = True
+        def rerun(st: StepTrace) -> ExecResult:
+            return self.sandbox.exec(shell_argv(st.command),
+                                     timeout=self.eco.spec.tool(st.tool).timeout_s)
+        for st in self.steps:
+            if st is not last:
+                rerun(st)
+        if same_observation(rerun(answer), answer.observation):
+            raise StageFailure("execute", "purposeless",
+                               f"{answer.tool}: the answer is the same without step "
+                               f"{last.step_id} ({last.tool}), whose result only reads use")
 
     def keep(self, st: StepTrace) -> None:
         """``st`` stays in the trace: its output feeds later steps."""

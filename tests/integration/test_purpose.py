@@ -94,3 +94,45 @@ def test_a_write_that_undoes_an_earlier_one_is_purposeless():
     failure = _service_pair("add_label", "remove_label", "label", "needs-review")
     assert failure.detail.startswith("s2 remove_label: it leaves tickets/")
     assert failure.detail.endswith("as it was before step s1 changed it")
+
+
+def _update_then(read: str, **bind: Binding) -> list[Step]:
+    """The orders of the customer with the most delivered spending copied to a table,
+    their delivered totals set to 0.5 (an intermediate result: only the read sees it),
+    then ``read`` over that table."""
+    db = Binding(kind="state", value="shop.db")
+    return [
+        Step(id="s1", tool="top_spender", bind={"db": db, "status": _lit("delivered")}),
+        Step(id="s2", tool="customer_orders", bind={
+            "db": db, "customer": Binding(kind="step", step="s1"), "out": _lit("mine")}),
+        Step(id="s3", tool="update_rows", bind={
+            "db": db, "table": Binding(kind="step", step="s2"),
+            "where_column": _lit("status"), "where_value": _lit("delivered"),
+            "column": _lit("total"), "value": _lit("0.5")}),
+        Step(id="s4", tool=read, bind={"db": db, "table": Binding(kind="step", step="s3"),
+                                       **bind}),
+    ]
+
+
+def test_an_answer_that_does_not_need_the_last_write_makes_it_purposeless():
+    """Counting rows cannot see totals set: the reference minus the update (the gate's
+    partial control) would pass, so execution refuses the task here, where a repair can
+    still give it a purpose."""
+    with pytest.raises(StageFailure) as err:
+        _run("sql", _update_then("count_rows"))
+    assert (err.value.stage, err.value.reason) == ("execute", "purposeless")
+    assert err.value.detail == ("s4 count_rows: the answer is the same without step s3 "
+                                "(update_rows), whose result only reads use")
+
+
+def test_an_answer_that_shows_the_last_write_is_kept():
+    trace, graph = _run("sql", _update_then("sum_column", column=_lit("total")))
+    assert [s.tool for s in graph.steps] == ["top_spender", "customer_orders", "update_rows",
+                                         "sum_column"]
+    assert trace.repairs == [] and trace.answer is not None
+
+
+def test_a_repair_gives_the_last_write_a_purpose():
+    trace, graph = _run("sql", _update_then("count_rows"), max_repairs=2)
+    assert [r.reason for r in trace.repairs][:1] == ["purposeless"]
+    assert [s.tool for s in graph.steps][-1] != "count_rows"
