@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from environments.ecosystems import Ecosystem
 from environments.ecosystems.usercode import UserCodeError
-from environments.sandbox import ExecResult, Sandbox
+from environments.sandbox import Sandbox
 from schemas.ecosystem import type_satisfies
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
 from schemas.trace import Repair, RepairKind, StepTrace, Trace
@@ -86,7 +86,7 @@ class Run:
         reads (a read changes nothing), else the state the last kept write left."""
         if self.dirty:
             return None
-        writes = [st for st in self.steps if self.eco.spec.tool(st.tool).effect == "write"]
+        writes = self._writes()
         if not writes:
             return self.env.before
         last = self.written[-1] if self.written else None
@@ -116,30 +116,31 @@ class Run:
         self._pending = Written(st.step_id, entry, before, after)
         return st.model_copy(update={"digest": entry_digest(self.eco, after, entry)})
 
+    def _writes(self) -> list[StepTrace]:
+        """The kept write steps, in order."""
+        return [st for st in self.steps if self.eco.spec.tool(st.tool).effect == "write"]
+
     def _check_answer_needs_last_write(self, answer: StepTrace) -> None:
         """The answer must show the work of the last write step when that step's result is
         intermediate (only later reads see it): else the reference minus that step — the
         gate's partial control — would pass, and the step has no purpose in the task.
-        Runs the kept steps without it from the initial state (leaving the sandbox dirty)
-        and raises ``purposeless`` when the answer's command prints the same."""
-        writes = [i for i, st in enumerate(self.steps)
-                  if self.eco.spec.tool(st.tool).effect == "write"]
-        if not writes or writes[-1] not in flow(self.eco.spec, self.graph, Trace(
-                steps=[*self.steps, answer])).intermediate:
+        Runs the other kept writes from the initial state (reads change nothing), then the
+        answer's command, leaving the sandbox dirty; raises ``purposeless`` when the answer
+        prints the same."""
+        writes = self._writes()
+        if not writes or self.steps.index(writes[-1]) not in flow(
+                self.eco.spec, self.graph, Trace(steps=[*self.steps, answer])).intermediate:
             return
-        last = self.steps[writes[-1]]
         self.sandbox.restore(self.env.initial)
         self.dirty = True
-        def rerun(st: StepTrace) -> ExecResult:
-            return self.sandbox.exec(shell_argv(st.command),
-                                     timeout=self.eco.spec.tool(st.tool).timeout_s)
-        for st in self.steps:
-            if st is not last:
-                rerun(st)
-        if same_observation(rerun(answer), answer.observation):
+        for st in [*writes[:-1], answer]:
+            again = self.sandbox.exec(shell_argv(st.command),
+                                      timeout=self.eco.spec.tool(st.tool).timeout_s)
+        if same_observation(again, answer.observation):
             raise StageFailure("execute", "purposeless",
                                f"{answer.tool}: the answer is the same without step "
-                               f"{last.step_id} ({last.tool}), whose result only reads use")
+                               f"{writes[-1].step_id} ({writes[-1].tool}), whose result only "
+                               "reads use")
 
     def keep(self, st: StepTrace) -> None:
         """``st`` stays in the trace: its output feeds later steps."""
