@@ -32,6 +32,14 @@ def type_satisfies(value_type: str, param_type: str) -> bool:
     return value_type == param_type or value_type.startswith(param_type + ".")
 
 
+def binds(param: Param, value_type: str, compare: str | None = None) -> bool:
+    """True when ``param`` may take a value of ``value_type``: a state value
+    (``compare`` None) or a step's output that its verifier compares under ``compare``.
+    A parameter that reads exact bytes takes no output compared loosely."""
+    return type_satisfies(value_type, param.type) and not (
+        param.exact_bytes and compare not in (None, "exact"))
+
+
 class _Named(Protocol):
     @property
     def name(self) -> str: ...
@@ -103,6 +111,12 @@ class Param(_Strict):
     sample: Sample | None = None
     fresh: str | None = Field(None, pattern=r"\{n\}")
     json_type: Literal["string", "integer", "number"] = "string"
+    exact_bytes: bool = False
+    """The tool depends on the exact bytes of what this parameter names (a checksum, an
+    archive).  It never takes a step's output that the verifier compares loosely (``text``,
+    ``csv``, ``json_text``...): a correct solution may write that output in other bytes,
+    and the value this tool prints would then pin the reference's bytes.  Seeded values and
+    outputs compared ``exact`` are fine."""
 
     @model_validator(mode="after")
     def _one_source(self) -> Param:

@@ -17,16 +17,17 @@ from __future__ import annotations
 import random
 
 from environments.ecosystems import Ecosystem
-from schemas.ecosystem import ToolSpec, type_satisfies
+from schemas.ecosystem import ToolSpec, binds, type_satisfies
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
 from schemas.trace import StepTrace
 from tasks.shapes import fresh_name, in_place
 
 
-def _bind(tool: ToolSpec, pool: list[tuple[str, Binding]], spare: list[tuple[str, str]],
-          taken: set[str]) -> dict[str, Binding] | None:
-    """Bindings of ``tool``'s inputs: typed ones from ``pool`` (type, binding), then from
-    ``spare`` state values (value, type); None when a typed input cannot be bound."""
+def _bind(tool: ToolSpec, pool: list[tuple[str, str | None, Binding]],
+          spare: list[tuple[str, str]], taken: set[str]) -> dict[str, Binding] | None:
+    """Bindings of ``tool``'s inputs: typed ones from ``pool`` (type, compare mode of an
+    output or None, binding), then from ``spare`` state values (value, type); None when a
+    typed input cannot be bound."""
     bind: dict[str, Binding] = {}
     pool, spare = list(pool), list(spare)
     for p in tool.params:
@@ -37,9 +38,9 @@ def _bind(tool: ToolSpec, pool: list[tuple[str, Binding]], spare: list[tuple[str
             taken.add(name)
             bind[p.name] = Binding(kind="literal", value=name)
         else:
-            fits = [i for i, (t, _) in enumerate(pool) if type_satisfies(t, p.type)]
+            fits = [i for i, (t, compare, _) in enumerate(pool) if binds(p, t, compare)]
             if fits:
-                bind[p.name] = pool.pop(fits[0])[1]
+                bind[p.name] = pool.pop(fits[0])[2]
                 continue
             state = [i for i, (_, t) in enumerate(spare) if type_satisfies(t, p.type)]
             if not state:
@@ -59,13 +60,13 @@ def substitutes(eco: Ecosystem, candidate: Candidate, graph: WorkflowGraph,
                 done: list[StepTrace], files: dict[str, bytes], step: Step) -> list[Step]:
     """Replacements for ``step``, in a seeded order (same candidate, same order)."""
     tool = eco.spec.tool(step.tool)
-    out_type = {st.step_id: st.output_type for st in done}
-    pool: list[tuple[str, Binding]] = []
+    outputs = {st.step_id: st for st in done}
+    pool: list[tuple[str, str | None, Binding]] = []
     for b in step.bind.values():
-        if b.kind == "step" and b.step in out_type:
-            pool.append((out_type[b.step], b))
+        if b.kind == "step" and (up := outputs.get(str(b.step))):
+            pool.append((up.output_type, eco.spec.tool(up.tool).returns.compare, b))
         elif b.kind == "state" and (t := eco.state_type(str(b.value))):
-            pool.append((t, b))
+            pool.append((t, None, b))
     used = {b.value for s in graph.steps for b in s.bind.values() if b.kind == "state"}
     spare = [] if _feeds_related(eco, graph, step) else [
         (path, t) for path in sorted(files) if path not in used and (t := eco.state_type(path))]

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from environments.ecosystems import builtin_names, load_ecosystem
-from schemas.ecosystem import type_satisfies
+from schemas.ecosystem import binds, type_satisfies
 from tasks.diversity import diversity, format_report
 from tasks.plan import (
     DEFAULT_DEPTH_WEIGHTS,
@@ -25,7 +25,7 @@ ECOSYSTEMS = {name: load_ecosystem(name) for name in builtin_names()}
 def assert_satisfiable(eco, graph, seed, max_depth):
     # the layout is the seed's paths (test_layout_matches_generated_paths), without content
     state = {p: t for p in eco.state_paths(seed) if (t := eco.state_type(p))}
-    outputs, ids = {}, [s.id for s in graph.steps]
+    outputs, compares, ids = {}, {}, [s.id for s in graph.steps]
     assert 1 <= graph.depth <= max_depth
     changed_in_place, read_from_state = set(), set()
     for i, step in enumerate(graph.steps):
@@ -44,13 +44,13 @@ def assert_satisfiable(eco, graph, seed, max_depth):
                 assert b.kind == "literal" and b.value not in state
             elif b.kind == "step":
                 assert ids.index(b.step) < i, "inputs come from earlier steps (no cycles)"
-                assert type_satisfies(outputs[b.step], p.type)
+                assert binds(p, outputs[b.step], compares[b.step]), (step, p.name)
             else:
                 assert b.kind == "state" and b.value in state, (step, p.name)
                 assert type_satisfies(state[b.value], p.type)
                 target = tool.returns.from_param == p.name and tool.effect == "write"
                 (changed_in_place if target else read_from_state).add(b.value)
-        outputs[step.id] = tool.returns.type
+        outputs[step.id], compares[step.id] = tool.returns.type, tool.returns.compare
     assert not changed_in_place & read_from_state, "a state value changed in place is read"
 
 
@@ -60,6 +60,33 @@ def assert_satisfiable(eco, graph, seed, max_depth):
 def test_planned_graphs_are_satisfiable(name, seed):
     eco = ECOSYSTEMS[name]
     assert_satisfiable(eco, plan_graph(eco, seed), seed, max(DEFAULT_DEPTH_WEIGHTS))
+
+
+@pytest.mark.parametrize("name", sorted(ECOSYSTEMS))
+def test_default_mix_graphs_are_satisfiable(name):
+    """Fix graphs included: a fault's repair output feeds later steps only where it binds
+    (a checksum never hashes a config its verifier compares as JSON)."""
+    eco = ECOSYSTEMS[name]
+    for c in plan_candidates(eco, 300, run_seed=11)[0]:
+        assert_satisfiable(eco, c.graph, c.seed, max(DEFAULT_DEPTH_WEIGHTS))
+
+
+def test_a_checksum_hashes_seeded_files_and_exact_outputs_only():
+    """Over the default mix, ``checksum`` (``exact_bytes``) is still planned, and it takes
+    a step's output only when that output is compared byte for byte."""
+    eco = ECOSYSTEMS["files"]
+    assert eco.spec.tool("checksum").param("path").exact_bytes
+    fed_by = Counter()
+    for c in plan_candidates(eco, 300, run_seed=11)[0]:
+        tools = {s.id: s.tool for s in c.graph.steps}
+        for s in c.graph.steps:
+            b = s.bind.get("path")
+            if s.tool == "checksum" and b is not None:
+                compare = eco.spec.tool(tools[b.step]).returns.compare if b.kind == "step" \
+                    else None
+                fed_by[compare] += 1
+    assert sum(fed_by.values()) >= 5
+    assert set(fed_by) <= {None, "exact"}, fed_by
 
 
 @pytest.mark.parametrize("name", sorted(ECOSYSTEMS))
