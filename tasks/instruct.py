@@ -46,6 +46,7 @@ from schemas.verifier import Check
 from schemas.yaml_text import load_yaml
 from tasks.compose import Composer, render_phrase
 from tasks.deliverables import changes_in_place, flow
+from tasks.preserve import ANSWER_ESSENTIALS, DEFAULT_ESSENTIAL
 
 TEMPLATES = Path(__file__).parent / "templates"
 PHRASES: dict = load_yaml((TEMPLATES / "instruction_phrases.yaml").read_text())
@@ -124,9 +125,12 @@ def structure(graph: WorkflowGraph, trace: Trace) -> str:
     return "loose" if not uses else "mixed"
 
 
-def answer_format(parser: str, rng: random.Random) -> str:
+def answer_format(parser: str, rng: random.Random, intent: str = "") -> str:
+    """A phrasing of the answer's format for ``parser``; empty when the tool's own
+    ``intent`` already says it ("..., one per line in increasing order")."""
     formats = PHRASES["answer_formats"]
-    return rng.choice(formats.get(parser, formats["other"]))
+    fmt = rng.choice(formats.get(parser, formats["other"]))
+    return "" if ANSWER_ESSENTIALS.get(parser, DEFAULT_ESSENTIAL) in intent else fmt
 
 
 def instruction_items(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, rng: random.Random,
@@ -150,8 +154,9 @@ def instruction_items(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, rng: r
                               phrase=phrase, in_place=changes_in_place(tool),
                               steps=composer.steps(i), own=_own(composer, i)))
         elif tool.effect != "write" and i == len(trace.steps) - 1 and trace.answer is not None:
-            fmt = answer_format(tool.returns.parser, rng)
-            items.append(Item(f"`{eco.spec.answer_file}`", f"{text}, {fmt}", i, answer=True,
+            fmt = answer_format(tool.returns.parser, rng, tool.intent)
+            items.append(Item(f"`{eco.spec.answer_file}`", f"{text}, {fmt}" if fmt else text,
+                              i, answer=True,
                               phrase=phrase, steps=composer.steps(i), own=_own(composer, i)))
     return items
 

@@ -1,6 +1,7 @@
 """Instructions: literals as code spans, preservation, styles, composition, leaked answers
 and wording variety."""
 
+import random
 from collections import Counter
 from dataclasses import replace
 
@@ -16,6 +17,7 @@ from tasks.instruct import (
     PHRASES,
     STYLES,
     Item,
+    answer_format,
     context_text,
     render_instruction,
     render_phrase,
@@ -100,6 +102,14 @@ def test_every_answer_format_keeps_its_essential_wording():
     for parser, variants in PHRASES["answer_formats"].items():
         essential = ANSWER_ESSENTIALS.get(parser, "one line")
         assert all(essential.lower() in v.lower() for v in variants), parser
+
+
+def test_an_answer_format_the_intent_already_states_is_not_repeated():
+    rng = random.Random(3)
+    said = "the ids of the tickets of team {{ team }}, one per line in increasing order"
+    assert answer_format("lines", rng, said) == ""
+    assert "per line" in answer_format("lines", rng, "the ids of the open tickets")
+    assert "integer" in answer_format("int", rng, said)
 
 
 def test_code_spans_follow_commonmark_pairing():
