@@ -129,6 +129,7 @@ def answer_format(parser: str, rng: random.Random, intent: str = "") -> str:
     """A phrasing of the answer's format for ``parser``; empty when the tool's own
     ``intent`` already says it ("..., one per line in increasing order")."""
     formats = PHRASES["answer_formats"]
+    # drawn either way, so that the rest of the instruction's draws do not depend on it
     fmt = rng.choice(formats.get(parser, formats["other"]))
     return "" if ANSWER_ESSENTIALS.get(parser, DEFAULT_ESSENTIAL) in intent else fmt
 

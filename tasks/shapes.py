@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from environments.ecosystems import Ecosystem
-from schemas.ecosystem import ToolSpec, binds, type_satisfies
+from schemas.ecosystem import Returns, ToolSpec, binds, type_satisfies
 from schemas.graph import Binding, Step
 
 LOOKUP_SHARE = 0.85
@@ -51,9 +51,8 @@ class GraphBuilder:
     rng: random.Random
     state: dict[str, str]
     steps: list[Step] = field(default_factory=list)
-    out_type: dict[str, str] = field(default_factory=dict)
-    out_compare: dict[str, str | None] = field(default_factory=dict)
-    """How the verifier compares each step's output (None: a value, not an entry)."""
+    out: dict[str, Returns] = field(default_factory=dict)
+    """Each step's output: its type, and how the verifier compares it."""
     names: set[str] = field(default_factory=set)
     read: set[str] = field(default_factory=set)
     changed: set[str] = field(default_factory=set)
@@ -94,8 +93,8 @@ class GraphBuilder:
             if not p.typed:
                 continue
             if p.name in upstream:
-                step = upstream[p.name]
-                if not binds(p, self.out_type[step], self.out_compare[step]):
+                out = self.out[upstream[p.name]]
+                if not binds(p, out.type, out.compare):
                     return False
             elif not self.choices(tool, p.name):
                 return False
@@ -125,8 +124,7 @@ class GraphBuilder:
                 (self.changed if p.name == target else self.read).add(value)
                 bind[p.name] = Binding(kind="state", value=value)
         self.steps.append(Step(id=step_id, tool=tool.name, bind=bind))
-        self.out_type[step_id] = tool.returns.type
-        self.out_compare[step_id] = tool.returns.compare
+        self.out[step_id] = tool.returns
         return step_id
 
     def used(self) -> set[str]:
@@ -160,7 +158,7 @@ class GraphBuilder:
 
     def takers(self, tool: ToolSpec, fresh_only: bool = False) -> set[str]:
         """The write tools not yet in the graph that could take ``tool``'s value next."""
-        self.out_type["?"], self.out_compare["?"] = tool.returns.type, tool.returns.compare
+        self.out["?"] = tool.returns
         used = self.used() | {tool.name}
         try:
             return {c.name for c in self.tools
@@ -168,7 +166,7 @@ class GraphBuilder:
                     and not (fresh_only and in_place(c))
                     and any(p.typed and self.can_bind(c, {p.name: "?"}) for p in c.params)}
         finally:
-            del self.out_type["?"], self.out_compare["?"]
+            del self.out["?"]
 
     def feeds(self, tool: ToolSpec, fresh_only: bool = False) -> bool:
         """``tool`` is a lookup whose value some other write could take right after it."""
@@ -351,7 +349,7 @@ def fix_chain(b: GraphBuilder, repair: list[str], depth: int) -> None:
     for name in repair:
         tool = b.eco.spec.tool(name)
         fits = [p.name for p in tool.params if p.typed and last
-                and binds(p, b.out_type[last], b.out_compare[last])]
+                and binds(p, b.out[last].type, b.out[last].compare)]
         last = b.add(tool, {fits[0]: last} if fits else {})
     left = depth - len(repair)
     if left <= 0 or b.eco.spec.tool(repair[-1]).effect != "write":
