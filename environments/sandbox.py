@@ -139,6 +139,15 @@ class Sandbox(_ClosesOnExit, abc.ABC):
     #: absolute path inside the sandbox where commands run by default
     #: ("/workspace" for docker; the real temp dir path for the local backend)
     workdir: str
+    #: "uid:gid" of the sandbox user, when ``exec(..., privileged=True)`` runs as another
+    #: user (root) that can stop the sandbox user's processes and read its files; None
+    #: where the backend has one user only (local): a verifier there runs with the same
+    #: rights as what it judges.
+    agent_user: str | None = None
+    #: a folder every user may write, where a verifier writes its reward (laid out as
+    #: Harbor's ``/logs/verifier``, so attacks on the reward file can be tried); None where
+    #: the backend has none.
+    logs_dir: str | None = None
 
     def __init__(self, provider: SandboxProvider) -> None:
         self._provider = provider
@@ -161,6 +170,7 @@ class Sandbox(_ClosesOnExit, abc.ABC):
         workdir: str | None = None,
         env: dict[str, str] | None = None,
         stdin: bytes | None = None,
+        privileged: bool = False,
     ) -> ExecResult:
         """Run ``argv`` (no shell unless argv is ``["bash", "-c", ...]``) and wait for it.
 
@@ -174,17 +184,22 @@ class Sandbox(_ClosesOnExit, abc.ABC):
         kill).  When the command exits in time, processes it left running in its process
         group (background jobs, fork bombs) are killed; a service meant to outlive the call
         must start its own session (``setsid``).
+        ``privileged``: run as the sandbox's administrator (root, holding only the
+        capabilities the backend names) instead of the sandbox user — for the
+        environment's own machinery (a service's start, the verifier), never for what an
+        agent does.  Where ``agent_user`` is None it runs as the sandbox user.
         Never raises for non-zero exit codes (a missing command gives 127); ``ValueError``
         for an empty ``argv`` or a timeout that is not positive.
         """
         self._check_open()
         if not argv or timeout <= 0:
             raise ValueError("argv must be non-empty and timeout positive")
-        return self._exec(argv, timeout, workdir, env, stdin)
+        return self._exec(argv, timeout, workdir, env, stdin, privileged)
 
     @abc.abstractmethod
     def _exec(self, argv: list[str], timeout: float, workdir: str | None,
-              env: dict[str, str] | None, stdin: bytes | None) -> ExecResult:
+              env: dict[str, str] | None, stdin: bytes | None,
+              privileged: bool = False) -> ExecResult:
         """``exec`` once its arguments are checked and the sandbox was open."""
 
     @abc.abstractmethod

@@ -248,12 +248,27 @@ class ImageSpec(_Strict):
 
 
 class ServiceSpec(_Strict):
-    """A server the environment runs: ``start`` is launched detached after setup, then
-    ``ready`` is retried until it exits 0 (within ``ready_timeout_s``)."""
+    """A server the environment runs: ``start`` is launched detached after setup, as
+    ``user``, then ``ready`` is retried until it exits 0 (within ``ready_timeout_s``)."""
 
     start: str
     ready: str
     ready_timeout_s: float = Field(20.0, gt=0)
+    user: str = Field("1001:1001", pattern=r"^[0-9]+:[0-9]+$")
+    """The uid:gid the server runs as, where the sandbox has a second user: never root and
+    never the agent's (1000), so the agent can neither stop nor replace it, and the
+    verifier, which stops every process of the agent's user, leaves it running."""
+    writes: list[str] = Field(default_factory=list)
+    """Folders of the workspace the server writes (its state): opened to every user
+    (mode 0777) before it starts, so the server's user can write them."""
+
+    @field_validator("user")
+    @classmethod
+    def _not_root_nor_agent(cls, value: str) -> str:
+        if value.split(":")[0] in ("0", "1000"):
+            raise ValueError("a service runs as its own user: not root (0), not the "
+                             "agent's (1000)")
+        return value
 
 
 class ProbeSection(_Strict):

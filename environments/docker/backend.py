@@ -1,8 +1,16 @@
 """Docker backend: one hardened, long-lived container per sandbox (docker SDK, real engine).
 
-Each container runs under docker-init with no network, all capabilities dropped,
-no-new-privileges, a pids limit, memory == memory+swap, a CPU quota and uid 1000; its
-command is the sandbox's first runner (below), then ``sleep infinity``.
+Each container runs under docker-init with no network, every capability dropped but
+``DockerConfig.admin_caps``, no-new-privileges, a pids limit, memory == memory+swap and
+a CPU quota.  Its command is a root shell that runs the sandbox's first runner (below) as
+the sandbox user (uid 1000), then ``sleep infinity``: commands run as the sandbox user,
+which holds no capability, and cannot stop the container (``kill -9 -1`` ends the runner,
+whose successor starts with ``docker exec``).  ``privileged`` commands (the verifier, a
+service's start) go to a second runner, as root, started with ``docker exec`` on first use
+and kept with the container; the verifier it runs learns the first runner's pid from
+``TF_SANDBOX_PIDS`` (the sandbox's own machinery, which it must not stop).  After a
+privileged command, the next ``restore`` and the reset KILL what the sandbox user left
+running and empty the logs folder (``DockerConfig.logs_dir``), opened to every user again.
 Containers carry the labels ``taskfactory.run`` and ``taskfactory.owner_pid`` for ``reap``.
 
 With ``DockerConfig.reuse`` (the default), a closed sandbox's container is not removed
@@ -83,7 +91,35 @@ OWNER_LABEL = "taskfactory.owner_pid"
 API_TIMEOUT = 60
 SNAPSHOT_TIMEOUT_S = 600
 MAX_IDLE = 8  # reset containers a provider keeps for its next sandboxes
+ROOT = "0:0"
 _SNAPSHOT_SH = 'set -e; umask 077; mkdir -p "$1"; cp -a "$2/." "$1/"'
+SANDBOX_PIDS = "TF_SANDBOX_PIDS"
+"""Environment variable of a privileged command: the pids of the sandbox's own processes
+of the sandbox user (its command runner), comma-separated."""
+_ROOT_CLEANUP_PY = """\
+import os, shutil, signal, subprocess, sys
+logs, uid, others, places = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4:]
+spared = {1, os.getpid(), os.getppid(),
+          *(int(p) for p in os.environ.get("TF_SANDBOX_PIDS", "").split(",") if p)}
+for _ in range(3):  # uid's processes (but its runner), and with others every non-root one's
+    for pid in [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in spared]:
+        try:
+            owner = os.stat(f"/proc/{pid}").st_uid
+            if owner == uid or (others and owner != 0):
+                os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+for place in places:  # what those users and root left where uid's reset cannot remove it
+    for name in os.listdir(place):
+        path = os.path.join(place, name)
+        if os.lstat(path).st_uid != uid:
+            shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) \\
+                else os.unlink(path)
+if logs:
+    subprocess.run(["find", logs, "-mindepth", "1", "-delete"], check=True)
+    os.chown(logs, 0, 0)
+    os.chmod(logs, 0o777)
+"""
 _RESTORE_SH = (
     'set -e; test -d "$1" || { echo "snapshot $1 is gone" >&2; exit 3; }; '
     'chmod -R u+w "$2" 2>/dev/null || true; find "$2" -mindepth 1 -delete; cp -a "$1/." "$2/"'
@@ -113,6 +149,7 @@ class _Idle(NamedTuple):
     name: str
     labels: dict[str, str]
     runners: RunnerSlot
+    admin: RunnerSlot
 
 
 class DockerSandbox(Sandbox):
@@ -121,16 +158,22 @@ class DockerSandbox(Sandbox):
     def __init__(
         self, provider: DockerProvider, container_id: str, name: str, labels: dict[str, str],
         attached: Hijacked | None = None, runners: RunnerSlot | None = None,
+        admin: RunnerSlot | None = None,
     ) -> None:
         super().__init__(provider)
         self._provider: DockerProvider = provider
         self._api, self._cfg = provider.client.api, provider.config
         self.container_id, self.name, self.labels = container_id, name, labels
         self.workdir = provider.config.workdir
+        self.agent_user = self._cfg.user
+        self.logs_dir = self._cfg.logs_dir or None
         self._snaps: set[str] = set()
+        self._root_ran = False
         limit = max(2 * self._cfg.output_cap_bytes, DEFAULT_READ_MAX) + 2**20
         self._runners = runners or RunnerSlot(self._api, container_id, self._cfg.user, limit,
                                               name, attached)
+        self._admin = admin or RunnerSlot(self._api, container_id, ROOT, limit,
+                                          f"{name} (root)")
 
     def _abs(self, path: str) -> str:
         return posixpath.normpath(posixpath.join(self.workdir, path))
@@ -156,22 +199,31 @@ class DockerSandbox(Sandbox):
     def _closed_meanwhile(self) -> SandboxClosedError:
         return SandboxClosedError(f"sandbox {self.name} was closed while the call ran")
 
-    def _channel(self) -> RunnerChannel | None:
-        """The runner, or None for plain docker exec (configured, or no runner right now)."""
-        return self._runners.get() if self._cfg.exec_via == "runner" else None
+    def _channel(self, privileged: bool = False) -> RunnerChannel | None:
+        """The runner (the root one when ``privileged``), or None for plain docker exec
+        (configured, or no runner right now)."""
+        if self._cfg.exec_via != "runner":
+            return None
+        return (self._admin if privileged else self._runners).get()
 
     def _exec(self, argv: list[str], timeout: float, workdir: str | None,
-              env: dict[str, str] | None, stdin: bytes | None) -> ExecResult:
+              env: dict[str, str] | None, stdin: bytes | None,
+              privileged: bool = False) -> ExecResult:
         wd = self._abs(workdir) if workdir else self.workdir
         cap = self._cfg.output_cap_bytes
-        runner = self._channel()
+        user = ROOT if privileged else self._cfg.user
+        if privileged:
+            own = self._runners.current()
+            env = {**(env or {}), SANDBOX_PIDS: str(own.pid) if own is not None else ""}
+            self._root_ran = True
+        runner = self._channel(privileged)
         if runner is not None:
             result = runner.exec(argv, timeout, wd, env, stdin, cap)
             if not runner.alive and not self._closed:  # killed by the command, or the engine?
                 self._check_running("exec")
         else:
             try:
-                result = exec_once(self._api, self.container_id, self._cfg.user, cap, argv,
+                result = exec_once(self._api, self.container_id, user, cap, argv,
                                    timeout, wd, env, stdin)  # fmt: skip
             except ENGINE_ERRORS as e:
                 raise self._api_error(e, "exec") from e
@@ -256,10 +308,40 @@ class DockerSandbox(Sandbox):
         return Snapshot(id=sid)
 
     def restore(self, snap: Snapshot) -> None:
+        """The workdir as the snapshot was; after a privileged command, also no process of
+        the sandbox user left but its runner, and the logs folder empty and open to every
+        user again (``_root_cleanup``)."""
         self._check_open()
         if snap.id not in self._snaps:
             raise SandboxError(f"snapshot {snap.id!r} does not belong to sandbox {self.name}")
         self._copy_tree("restore", f"{SNAP_ROOT}/{snap.id}", self.workdir, _RESTORE_SH)
+        self._root_cleanup()
+
+    def _root_cleanup(self, others: bool = False) -> None:
+        """After a privileged command (a verifier, which takes the logs folder over): KILL
+        what is left of the sandbox user's processes (its runner aside), empty the logs
+        folder and open it to every user again; with ``others`` (the reset), also KILL
+        every other non-root process (a service's) and remove what such users and root
+        left in the places the sandbox user's reset empties.  Works on a closed sandbox
+        too (the reset)."""
+        if not self._root_ran:
+            return
+        uid = self._cfg.user.partition(":")[0]
+        places = [p for p, _ in reset_places(self._cfg) or []] if others else []
+        argv = ["python3", "-", self.logs_dir or "", uid, "1" if others else "0", *places]
+        own = self._runners.current()
+        env = {SANDBOX_PIDS: str(own.pid) if own is not None else ""}
+        runner, cap, script = self._channel(privileged=True), 4096, _ROOT_CLEANUP_PY.encode()
+        try:
+            res = (runner.exec(argv, 60, "/", env, script, cap) if runner is not None
+                   else exec_once(self._api, self.container_id, ROOT, cap, argv, 60, "/",
+                                  env, script))
+        except ENGINE_ERRORS as e:
+            raise self._api_error(e, "the root cleanup") from e
+        if not res.ok:
+            raise SandboxError(f"the root cleanup failed in sandbox {self.name}: "
+                               f"{res.stderr[-500:]}")
+        self._root_ran = False
 
     def _copy_tree(self, op: str, src: str, dst: str, script: str) -> None:
         """``op`` ("snapshot" or "restore") in the runner, else as a shell ``script``."""
@@ -284,6 +366,7 @@ class DockerSandbox(Sandbox):
             _remove(self._api, self.container_id)
         finally:  # the container is gone, so a runner being started fails at once
             self._runners.close()
+            self._admin.close()
 
     def _reset(self) -> list[str]:
         """Make the container like a fresh one for another sandbox (``runner.reset``);
@@ -293,8 +376,9 @@ class DockerSandbox(Sandbox):
             return ["the root filesystem is writable" if places is None
                     else "its own runner is gone"]
         try:
+            self._root_cleanup(others=True)
             return runner.reset(places)
-        except (RunnerGone, RunnerFileError) as e:
+        except (RunnerGone, RunnerFileError, SandboxError) as e:
             return [f"the reset failed: {e}"]
 
 
@@ -328,7 +412,8 @@ class DockerProvider(SandboxProvider):
         with self._lock:
             if self._closed:
                 return False
-            self._idle.append(_Idle(sb.container_id, sb.name, sb.labels, sb._runners))
+            self._idle.append(_Idle(sb.container_id, sb.name, sb.labels, sb._runners,
+                                    sb._admin))
         return True
 
     def _reuse(self) -> DockerSandbox | None:
@@ -345,7 +430,7 @@ class DockerProvider(SandboxProvider):
                 running = False
             if running:
                 return DockerSandbox(self, idle.container_id, idle.name, idle.labels,
-                                     runners=idle.runners)
+                                     runners=idle.runners, admin=idle.admin)
             self._discard(idle)
         return None
 
@@ -355,6 +440,7 @@ class DockerProvider(SandboxProvider):
                 _remove(self.client.api, idle.container_id)
         finally:
             idle.runners.close()
+            idle.admin.close()
 
     def close(self) -> None:
         """Close every open sandbox, then remove the kept containers."""
@@ -378,16 +464,17 @@ class DockerProvider(SandboxProvider):
         scratch = scratch_mounts(cfg)
         try:  # create + start (not containers.run): a missing image must not trigger a pull
             container = self.client.containers.create(
-                cfg.image, command=container_argv() if via_runner else ["sleep", "infinity"],
+                cfg.image, command=container_argv(cfg.user, cfg.home) if via_runner
+                else ["sleep", "infinity"],
                 stdin_open=via_runner, name=name, init=cfg.init,  # + StdinOnce: EOF on detach
-                network_mode=cfg.network_mode, cap_drop=cfg.cap_drop,
+                network_mode=cfg.network_mode, cap_drop=cfg.cap_drop, cap_add=cfg.admin_caps,
                 # "none" also without libnetwork: the container keeps its own network
                 # namespace (loopback only), and the engine skips its per-container
                 # network hook, half of what a start and removal cost
                 network_disabled=cfg.network_mode == "none",
                 security_opt=cfg.security_opt, pids_limit=cfg.pids_limit,
                 mem_limit=f"{cfg.memory_mb}m", memswap_limit=f"{cfg.memory_mb}m",
-                nano_cpus=int(cfg.cpus * 1e9), user=cfg.user, working_dir=cfg.workdir,
+                nano_cpus=int(cfg.cpus * 1e9), user=ROOT, working_dir=cfg.workdir,
                 labels=all_labels, log_config=LogConfig(type="none"), auto_remove=False,
                 mounts=scratch.mounts, tmpfs=scratch.tmpfs, read_only=scratch.read_only,
             )  # fmt: skip

@@ -33,6 +33,17 @@ class DockerConfig(BackendConfig):
     memory_mb: int = Field(default=512, gt=0)  # memory and memory+swap are set equal
     cpus: float = Field(default=1.0, gt=0)
     user: str = "1000:1000"
+    """The sandbox user: every command runs as it unless ``privileged`` (then as root)."""
+    admin_caps: list[str] = Field(default_factory=lambda: [
+        "CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETGID", "SETUID"])
+    """The capabilities root keeps in the container (everything else is dropped): what a
+    verifier needs to stop the sandbox user's processes, read its files, own its logs
+    folder and run an agent's program as the sandbox user.  The sandbox user never holds
+    any: a non-root uid starts without capabilities, and ``no-new-privileges`` forbids
+    gaining one."""
+    logs_dir: str = "/logs/verifier"
+    """A folder every user may write (an in-memory filesystem), as Harbor's runner makes
+    ``/logs/verifier``: the verifier takes it over and writes its reward there."""
     workdir: str = "/workspace"
     workdir_mb: int = Field(default=256, ge=0)
     """The workdir lives on an in-memory filesystem capped at this many MiB (the sandbox's

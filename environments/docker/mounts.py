@@ -63,6 +63,8 @@ def scratch_mounts(cfg: DockerConfig) -> Scratch:
         mounts += [volume(d, cfg.tmp_mb, "1777", owned=False) for d in SHARED_DIRS]
         if cfg.home:
             mounts.append(volume(cfg.home, cfg.tmp_mb, "0755"))
+    if cfg.logs_dir:
+        tmpfs[cfg.logs_dir] = "size=16m,nosuid,nodev,mode=0777"
     return Scratch(mounts, tmpfs, read_only=bool(cfg.workdir_mb and cfg.tmp_mb))
 
 
@@ -76,4 +78,5 @@ def reset_places(cfg: DockerConfig) -> list[tuple[str, int | None]] | None:
     own = [(cfg.workdir, 0o755), (SNAP_ROOT, 0o700)]
     if cfg.home:
         own.append((cfg.home, 0o755))
-    return [*own, *((d, None) for d in (*SHARED_DIRS, "/dev/shm"))]
+    logs = (cfg.logs_dir,) if cfg.logs_dir else ()
+    return [*own, *((d, None) for d in (*SHARED_DIRS, "/dev/shm", *logs))]

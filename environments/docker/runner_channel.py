@@ -1,6 +1,6 @@
 """Host side of the in-container command runner (``environments/runner``).
 
-A ``RunnerChannel`` is one runner, as the sandbox user, attached over a hijacked socket:
+A ``RunnerChannel`` is one runner, as the sandbox user or as root, attached over a hijacked socket:
 the container's own command (a sandbox's first runner; its death is told by the exit
 frame its shell sends) or a ``docker exec -i`` of one (its death: the end of the stream).
 A reader thread splits docker's multiplexed stream, cuts protocol frames out of stdout
@@ -319,6 +319,11 @@ class RunnerSlot:
             self._backoff = 0.0
             self._runner = runner
             return runner
+
+    def current(self) -> RunnerChannel | None:
+        """The live runner, if one is running now (none is started)."""
+        runner = self._runner
+        return runner if runner is not None and runner.alive else None
 
     def own(self) -> RunnerChannel | None:
         """The runner (started now if it was not yet) when it is the container's own

@@ -19,7 +19,9 @@ the sandbox root raise SandboxError.
 Known gaps versus the docker backend (weaker isolation -- use docker for untrusted code):
 no network isolation; no pids limit where no pids cgroup can be made (RLIMIT_NPROC is
 per-user, and not enforced for root);
-commands run as the calling user and can read the rest of the host filesystem; a process
+commands run as the calling user and can read the rest of the host filesystem, and
+``privileged`` commands run as that same user (``agent_user`` is None: a verifier cannot
+stop what a command left running, nor keep its reward file from it); a process
 that leaves the command's session and clears its environment (``env -i setsid ...``)
 escapes the timeout kill (the docker backend also kills by start time: there every
 process belongs to the sandbox). ``reap(None)`` returns 0: dead-owner
@@ -155,7 +157,9 @@ class LocalSandbox(Sandbox):
         return self._pids.wrap(argv) if self._pids else argv
 
     def _exec(self, argv: list[str], timeout: float, workdir: str | None,
-              env: dict[str, str] | None, stdin: bytes | None) -> ExecResult:
+              env: dict[str, str] | None, stdin: bytes | None,
+              privileged: bool = False) -> ExecResult:
+        """``privileged`` changes nothing: the local backend has one user."""
         cwd = self._resolve(workdir) if workdir else self.workdir
         home, tmp = os.path.join(self.root, "home"), os.path.join(self.root, "tmp")
         marker = uuid.uuid4().hex[:16]

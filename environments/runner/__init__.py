@@ -31,18 +31,25 @@ m.main(sys.argv[1:])
 
 
 # The container's own command on the runner path: a runner on the container's stdin and
-# stdout. When it exits, the shell sends one last frame on the same stdout, after all the
-# runner wrote -- ``{"exit": "NNN"}``, its status in three digits (the engine ends an
+# stdout, started as the sandbox user (the shell itself runs as root, so a command that
+# kills every process of the sandbox user -- ``kill -9 -1`` -- does not stop the
+# container).  When it exits, the shell sends one last frame on the same stdout, after all
+# the runner wrote -- ``{"exit": "NNN"}``, its status in three digits (the engine ends an
 # attach stream only when the container stops) -- and the container lives on as `sleep`,
 # detached from the stream, for a runner started by `docker exec`.
 _EXIT_FRAME = r'\000\000\000\016\000\000\000\000{"exit":"%03d"}'
 _MAIN_SH = f"\"$@\"; printf '{_EXIT_FRAME}' \"$?\"; exec sleep infinity </dev/null >/dev/null 2>&1"
 
 
-def container_argv() -> list[str]:
-    """The container command whose first runner is the container's main process (saves
-    the ``docker exec`` that would start it); see ``_MAIN_SH``."""
-    return ["sh", "-c", _MAIN_SH, "sh", *launch_argv()]
+def container_argv(user: str, home: str) -> list[str]:
+    """The container command (run as root) whose first runner is the container's main
+    process as ``user`` ("uid:gid") with ``HOME=home`` (saves the ``docker exec`` that
+    would start it); see ``_MAIN_SH``.  ``setpriv`` (util-linux) drops root and every
+    capability before the runner starts."""
+    uid, _, gid = user.partition(":")
+    drop = ["setpriv", f"--reuid={uid}", f"--regid={gid or uid}", "--clear-groups", "--",
+            "env", f"HOME={home}"]
+    return ["sh", "-c", _MAIN_SH, "sh", *drop, *launch_argv()]
 
 
 def launch_argv(reap_sessions: list[int] | tuple[int, ...] = ()) -> list[str]:

@@ -53,7 +53,7 @@ from environments.runner.procs import (
     signal_group,
 )
 from environments.runner.protocol import FrameReader, encode_frame
-from environments.runner.pyfork import is_python_stdin, preload, spawn_python
+from environments.runner.pyfork import preload, python_stdin_args, spawn_python
 from environments.runner.reset import reset
 from environments.runner.watch import CHUNK, Watch
 
@@ -149,8 +149,9 @@ class Runner:
             return _failed(126, f'chdir to cwd ("{cwd}") failed: no such directory\n')
         proc: Process
         try:
-            if is_python_stdin(argv, bool(req.get("stdin"))):
-                proc = spawn_python(stdin, argv[2:], cwd, env)
+            script_args = python_stdin_args(argv, bool(req.get("stdin")))
+            if script_args is not None:
+                proc = spawn_python(stdin, script_args, cwd, env)
                 with self._groups_lock:
                     self._groups.add(proc.pid)
                 stdin = b""  # the script, not the script's input

@@ -37,9 +37,16 @@ def preload() -> None:
         __import__(name)
 
 
-def is_python_stdin(argv: list[str], with_stdin: bool) -> bool:
-    """True for ``python3 - [ARGS]`` with a script on stdin: the requests forked here."""
-    return with_stdin and len(argv) >= 2 and argv[0] == "python3" and argv[1] == "-"
+def python_stdin_args(argv: list[str], with_stdin: bool) -> list[str] | None:
+    """The script's arguments when ``argv`` is ``python3 [-I] [-S] - [ARGS]`` with a script
+    on stdin (the requests forked here: the runner already runs with ``-I -S``), else
+    None."""
+    if not with_stdin or not argv or argv[0] != "python3":
+        return None
+    rest = argv[1:]
+    while rest[:1] in (["-I"], ["-S"]):
+        rest = rest[1:]
+    return rest[1:] if rest[:1] == ["-"] else None
 
 
 class Forked:

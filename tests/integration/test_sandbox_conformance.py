@@ -612,7 +612,52 @@ def test_docker_container_config_and_labels() -> None:
     assert hc["NetworkMode"] == "none" and hc["CapDrop"] == ["ALL"] and hc["Init"] is True
     assert hc["SecurityOpt"] == ["no-new-privileges"] and hc["PidsLimit"] == 256
     assert hc["Memory"] == hc["MemorySwap"] == 512 * 2**20 and hc["NanoCpus"] == 10**9
-    assert hc["LogConfig"]["Type"] == "none" and c.attrs["Config"]["User"] == "1000:1000"
+    assert hc["LogConfig"]["Type"] == "none" and c.attrs["Config"]["User"] == "0:0"
+    assert sorted(hc["CapAdd"]) == sorted(DockerConfig().admin_caps)
+
+
+_CAPS = "grep -E '^(Uid|CapEff|CapBnd|NoNewPrivs)' /proc/self/status"
+
+
+@pytest.mark.docker
+def test_docker_commands_hold_no_capability_and_privileged_ones_only_the_admin_caps(
+        dsb: Sandbox) -> None:
+    """The sandbox user holds no capability (and cannot gain one); a privileged command
+    runs as root with the admin capabilities only."""
+    agent = dict(line.split(":\t", 1) for line in _lines(dsb, ["sh", "-c", _CAPS]))
+    assert agent["Uid"].split() == ["1000"] * 4 and int(agent["CapEff"], 16) == 0
+    assert agent["NoNewPrivs"] == "1"
+    root = dsb.exec(["sh", "-c", _CAPS], privileged=True)
+    fields = dict(line.split(":\t", 1) for line in root.stdout.splitlines())
+    assert fields["Uid"].split() == ["0"] * 4
+    # CHOWN 0, DAC_OVERRIDE 1, FOWNER 3, KILL 5, SETGID 6, SETUID 7
+    assert int(fields["CapEff"], 16) == int(fields["CapBnd"], 16) == 0b11101011
+    assert dsb.agent_user == "1000:1000" and dsb.logs_dir == "/logs/verifier"
+
+
+@pytest.mark.docker
+def test_docker_a_command_that_kills_every_process_of_its_user_leaves_the_sandbox_working(
+        dsb: Sandbox) -> None:
+    """``kill -9 -1`` as the sandbox user ends the runner, not the container: the command
+    fails, the next one runs in a new runner."""
+    done = dsb.exec(["sh", "-c", "kill -9 -1; sleep 5"], timeout=30)
+    assert done.exit_code != 0
+    again = dsb.exec(["sh", "-c", "echo alive; id -u"])
+    assert again.ok and again.stdout.split() == ["alive", "1000"]
+
+
+@pytest.mark.docker
+def test_docker_logs_folder_is_open_to_every_user_and_reopened_after_a_privileged_command(
+        dsb: Sandbox) -> None:
+    assert dsb.exec(["sh", "-c", "echo 1 > /logs/verifier/reward.txt"]).ok
+    snap = dsb.snapshot()
+    taken = "rm -f /logs/verifier/*; chown 0:0 /logs/verifier; chmod 755 /logs/verifier; " \
+            "echo 0 > /logs/verifier/reward.txt"
+    assert dsb.exec(["sh", "-c", taken], privileged=True).ok
+    assert not dsb.exec(["sh", "-c", "echo 1 > /logs/verifier/reward.txt"]).ok
+    dsb.restore(snap)
+    assert _lines(dsb, ["sh", "-c", "ls -A /logs/verifier; stat -c %a /logs/verifier"]) == [
+        "777"]
 
 
 @pytest.mark.docker

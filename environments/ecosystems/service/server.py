@@ -116,6 +116,7 @@ class Store:
         folder = os.path.dirname(self.path)
         fd, tmp = tempfile.mkstemp(prefix=".db-", suffix=".tmp", dir=folder)
         try:
+            os.fchmod(fd, 0o644)  # readable by every user, as the seeded file is
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 json.dump(db, f, indent=1, sort_keys=True)
                 f.write("\n")
