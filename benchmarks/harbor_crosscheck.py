@@ -27,12 +27,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harbor_tools import (  # noqa: E402
-    export,
     find_harbor,
+    folders_of,
     harbor_job,
     harbor_lint,
     parser,
-    sample,
 )
 
 WAIVED = {"shared-verifier"}
@@ -41,14 +40,10 @@ WAIVED = {"shared-verifier"}
 def main() -> None:
     ap = parser(__doc__, n=40)
     ap.add_argument("--all", action="store_true", help="every task of the dataset")
-    ap.add_argument("--folders", type=Path, help="use these exported folders instead")
     args = ap.parse_args()
     harbor = find_harbor(args.harbor)
     with tempfile.TemporaryDirectory(prefix="harbor-crosscheck-") as tmp:
-        folders = args.folders or Path(tmp) / "tasks"
-        if args.folders is None:
-            rows = sample(args.data, 10**9 if args.all else args.n)
-            export(rows, folders, args.ecosystem_dir)
+        folders = folders_of(args, tmp, 10**9 if args.all else args.n)
         names = sorted(p.name for p in folders.iterdir() if (p / "task.toml").is_file())
         ecosystem = {n: n.rsplit("-", 1)[0] for n in names}
         findings = harbor_lint(harbor, [folders / n for n in names])

@@ -37,6 +37,7 @@ def parser(doc: str, n: int) -> argparse.ArgumentParser:
     ap.add_argument("--concurrency", type=int, default=4, help="tasks at a time")
     ap.add_argument("--harbor", help=f"the harbor executable (default ${HARBOR_ENV})")
     ap.add_argument("--ecosystem-dir", type=Path, action="append", default=[])
+    ap.add_argument("--folders", type=Path, help="use these exported folders of DATA instead")
     return ap
 
 
@@ -85,6 +86,15 @@ def export(rows: list[TaskRow], out: Path, eco_dirs: list[Path]) -> list[tuple[E
         done.append((task, write_folder(out, task.folder_name, render_folder(task,
                                                                               ExportOptions()))))
     return done
+
+
+def folders_of(args: argparse.Namespace, tmp: str, n: int) -> Path:
+    """``--folders`` when given, else ``n`` tasks of ``--data`` exported under ``tmp``."""
+    if args.folders is not None:
+        return Path(args.folders)
+    folders = Path(tmp) / "tasks"
+    export(sample(args.data, n), folders, args.ecosystem_dir)
+    return folders
 
 
 def harbor_job(harbor: str, tasks_dir: Path, agent: str, jobs: Path, name: str,

@@ -69,6 +69,10 @@ class GateResult(BaseModel):
     alternative_reward: float | None = None
     """The solution with each step's alternative command (``tasks/alternative.py``):
     accepted tasks score 1; None where no step's tool has an alternative."""
+    hostile_reward: float | None = None
+    """An agent that only attacks the verifier (``tasks/attacks.py``): accepted tasks
+    score 0; None where the control does not run (a backend with one user, on which the
+    verifier cannot keep its reward from the agent) and on tasks gated before it existed."""
 
     @property
     def needs_observation(self) -> bool | None:
@@ -79,6 +83,6 @@ class GateResult(BaseModel):
     def passed(self) -> bool:
         shortcuts = [self.empty_reward or 0.0, self.partial_reward or 0.0,
                      self.literals_reward or 0.0, self.vandal_reward or 0.0,
-                     self.memorizer_reward or 0.0]
+                     self.memorizer_reward or 0.0, self.hostile_reward or 0.0]
         return (self.baseline_reward == 0.0 and self.reference_reward == 1.0
                 and all(r < 1.0 for r in shortcuts) and self.alternative_reward in (None, 1.0))

@@ -31,6 +31,14 @@ rebuilt environment.
 - ``alternative``: the reference solution with each step's command replaced by one of its
   tool's ``alternatives`` (:mod:`tasks.alternative`; only where a tool declares some) must
   pass as the reference does;
+- ``hostile``: an agent that never attempts the task and attacks the verifier instead
+  (:mod:`tasks.attacks`: a process left running that writes the reward, planted reward
+  files and Python modules, configuration that makes a probe run its program, a program
+  that peeks at the hidden cases, ...) must score 0.  It runs where the verifier runs
+  apart from the agent (:attr:`ControlTask.apart`: a second user, as Harbor's runner
+  has), after every other control, since what it plants outside the workspace stays in
+  the sandbox; when it scores, each attack runs alone to name the one that took the
+  reward;
 - ``open_loop`` (measured): the reference solution with every argument the instruction
   does not write replaced by a wrong value (:mod:`tasks.open_loop`).  It applies only when
   the task carries that script and the script differs from the reference: the gate draws
@@ -56,6 +64,7 @@ from environments.ecosystems import Ecosystem
 from schemas.trace import StepTrace, Trace
 from schemas.verifier import Check
 from tasks.alternative import AlternativeSolution, alternative_solution, explain
+from tasks.attacks import attack_script, attacks_for
 from tasks.commands import solution_failure, solution_script
 from tasks.failures import Reason, StageFailure
 from tasks.program import installer, memorizer_program, program_script
@@ -119,6 +128,9 @@ class ControlTask:
     public_case: str | None = None
     """A reconstruct task's first public example (the memorizer copies its expected
     output); None on other kinds."""
+    apart: bool = True
+    """The verifier runs apart from the agent: as another user that stops the agent's
+    processes and owns the reward (False on a backend with one user)."""
 
     @property
     def reconstruct(self) -> bool:
@@ -159,6 +171,9 @@ class Control:
     applies: Callable[[ControlTask], bool] = lambda task: True
     explain: Callable[[ControlTask, Score], str] | None = None
     """What a score that is not as expected means for the task (``why`` in ``failure``)."""
+    blame: Callable[[Host, ControlTask], str] | None = None
+    """When the control does not score as expected: what did it, found by running more
+    on the host (``why`` in ``failure``)."""
 
     def holds(self, reward: float, solve_exit: int | None) -> bool:
         """Did the control score as expected?  A measured control always does."""
@@ -271,6 +286,24 @@ def _open_loop(host: Host, task: ControlTask) -> Acted:
     return Acted(solved=host.solve(task.open_loop))
 
 
+def _hostile(host: Host, task: ControlTask) -> Acted:
+    chosen = attacks_for(task)
+    return Acted(solved=host.solve(attack_script(task, chosen)),
+                 what=", ".join(a.name for a in chosen))
+
+
+def _blame_attack(host: Host, task: ControlTask) -> str:
+    """The attacks that score alone (each from the initial state), or that only their
+    combination does."""
+    taken = []
+    for attack in attacks_for(task):
+        with host.start():
+            host.solve(attack_script(task, [attack]))
+            if host.score().reward > 0:
+                taken.append(attack.name)
+    return ", ".join(taken) or "only their combination"
+
+
 def _faked(kind: str) -> Callable[[Host, ControlTask], Acted]:
     def act(host: Host, task: ControlTask) -> Acted:
         fake = shortcut(task.eco, task.checks, kind, task.instruction)
@@ -312,6 +345,10 @@ CONTROLS: tuple[Control, ...] = (
             explain=lambda task, score: explain(task.eco, task.trace, score.failed)),
     Control("open_loop", _open_loop, "measured",
             applies=lambda task: task.open_loop is not None),
+    Control("hostile", _hostile, "fail", "hackable",
+            "the verifier gives reward 1 ({passed}/{total} checks) to an agent that only "
+            "attacks it; taken by: {why}",
+            applies=lambda task: task.apart and bool(attacks_for(task)), blame=_blame_attack),
 )
 """Every control, in the order the gate and ``check-harbor`` run them."""
 
@@ -331,6 +368,8 @@ def run_control(host: Host, control: Control, task: ControlTask) -> Trial:
         acted = control.act(host, task)
         score = host.score(acted.answers)
     trial = Trial(control, score, acted.solved, acted.what)
-    if control.explain is not None and not trial.ok:
-        trial = Trial(control, score, acted.solved, acted.what, control.explain(task, score))
+    if not trial.ok and (control.explain is not None or control.blame is not None):
+        why = (control.explain(task, score) if control.explain is not None
+               else control.blame(host, task) if control.blame is not None else "")
+        trial = Trial(control, score, acted.solved, acted.what, why)
     return trial

@@ -30,6 +30,7 @@ Reason = Literal[
     "repair_moot",       # ... (a fix task) after the reference minus its repair steps
     "vandal_passed",     # ... after the reference plus a change to an entry it must keep
     "overspecified",     # the verifier fails a solution that takes another correct route
+    "hackable",          # an agent that only attacks the verifier gets a reward
     "no_observation_needed",  # solvable open-loop, and the run requires observation
     "case_layout",       # (reconstruct) too few seeds lay out what the program reads
     "case_failed",       # (reconstruct) the reference program fails on a case

@@ -53,20 +53,31 @@ def realize(sandbox: Sandbox, eco: Ecosystem, seed: int,
                  "cannot create the added directories")
         sandbox.write_files({p: text.encode() for p, text in additions.files.items()})
     if spec.service:
-        _run(sandbox, service_start_command(spec.service), spec.service.ready_timeout_s + 5,
-             "service did not become ready")
+        own_user = sandbox.agent_user is not None
+        _run(sandbox, service_start_command(spec.service, own_user),
+             spec.service.ready_timeout_s + 5, "service did not become ready",
+             privileged=own_user)
     return files, sandbox.snapshot()
 
 
-def service_start_command(svc: ServiceSpec) -> str:
+def service_start_command(svc: ServiceSpec, own_user: bool = True) -> str:
     """One shell command that starts ``svc`` detached and exits 0 once it is ready (1, with
-    the service log on stderr, after ``ready_timeout_s``).
+    the service log on stderr, after ``ready_timeout_s``).  With ``own_user`` it runs as
+    root: it opens the folders the service writes to every user and starts the server as
+    the service's own user (``setpriv``, every capability dropped); without, as whoever
+    runs it (the local backend's one user).
 
     Start and wait happen in one command: the sandbox kills what an exec leaves in its
     process group when it returns, so the server must have left the group (setsid) by then.
     The Harbor export's entrypoint runs the same command."""
     polls = max(1, int(svc.ready_timeout_s / 0.1))
-    return (f"setsid nohup bash -c {shlex.quote(svc.start)} >/tmp/service.log 2>&1 </dev/null &"
+    start, opened = f"bash -c {shlex.quote(svc.start)}", ""
+    if own_user:
+        uid, gid = svc.user.split(":")
+        start = f"setpriv --reuid={uid} --regid={gid} --clear-groups --no-new-privs {start}"
+        if svc.writes:
+            opened = f"chmod 0777 -- {' '.join(map(shlex.quote, svc.writes))} && "
+    return (f"{opened}setsid nohup {start} >/tmp/service.log 2>&1 </dev/null &"
             f" for _ in $(seq {polls}); do ({svc.ready}) >/dev/null 2>&1 && exit 0; "
             "sleep 0.1; done; cat /tmp/service.log >&2; exit 1")
 
@@ -103,8 +114,9 @@ def state_without(state: dict, key: str | None) -> dict:
             for section, entries in state.items()}
 
 
-def _run(sandbox: Sandbox, command: str, timeout: float, what: str) -> None:
-    done = sandbox.exec(["bash", "-c", command], timeout=timeout)
+def _run(sandbox: Sandbox, command: str, timeout: float, what: str,
+         privileged: bool = False) -> None:
+    done = sandbox.exec(["bash", "-c", command], timeout=timeout, privileged=privileged)
     if done.exit_code != 0:
         raise StageFailure("realize", "environment", f"{what} (exit {done.exit_code}): "
                                                      f"{done.stderr.strip()[-300:]}")

@@ -138,7 +138,8 @@ def run_gate(env: LiveEnvironment, eco: Ecosystem, trace: Trace, checks: list[Ch
         _same_state(eco, env.before, realized, "the environment realizes differently")
     files = {**env.files, **{p: t.encode() for p, t in env.additions.files.items()}}
     task = ControlTask(eco, trace, checks, instruction, open_loop=open_loop_script(
-        eco, trace, instruction, env.seed, env.before, files))
+        eco, trace, instruction, env.seed, env.before, files),
+        apart=env.sandbox.agent_user is not None)
     def replayed(control: Control) -> None:
         if control.name == REPLAY_BEFORE:
             replay(env.sandbox, eco, env.initial, trace.steps, stage="validate")
@@ -175,7 +176,8 @@ def run_reconstruct_gate(sandbox: Sandbox, eco: Ecosystem, trace: Trace, checks:
         raise StageFailure("validate", "hidden_leaked",
                            "hidden case content in the agent's workspace: " + ", ".join(leaks))
     task = ControlTask(eco, trace, checks, instruction,
-                       public_case=next(c.name for c in cases if c.public))
+                       public_case=next(c.name for c in cases if c.public),
+                       apart=sandbox.agent_user is not None)
     host = SandboxHost(Workspace(sandbox, sandbox.snapshot()), solution_sh, verifier_py,
                        reconstruct_verifier_timeout(cases))
     return gate_result(run_controls(host, task))
@@ -183,12 +185,13 @@ def run_reconstruct_gate(sandbox: Sandbox, eco: Ecosystem, trace: Trace, checks:
 
 def gate_result(scores: dict[str, Score]) -> GateResult:
     """The gate's record of the controls' scores (``empty``, ``literals``, ``partial``,
-    ``memorizer``, ``vandal`` and ``alternative`` are None without them; without
+    ``memorizer``, ``vandal``, ``alternative`` and ``hostile`` are None without them; without
     ``open_loop`` the open-loop solution was the reference)."""
     nop, ref = scores["nop"], scores["reference"]
     empty, lits, memorizer = scores.get("empty"), scores.get("literals"), scores.get("memorizer")
     partial, open_loop = scores.get("partial"), scores.get("open_loop", ref)
     vandal, alternative = scores.get("vandal"), scores.get("alternative")
+    hostile = scores.get("hostile")
     return GateResult.model_validate({
         "checks_total": ref.checks_total,
         "baseline_reward": nop.reward, "baseline_checks_passed": nop.checks_passed,
@@ -203,4 +206,5 @@ def gate_result(scores: dict[str, Score]) -> GateResult:
         "memorizer_reward": memorizer.reward if memorizer else None,
         "vandal_reward": vandal.reward if vandal else None,
         "vandal_checks_passed": vandal.checks_passed if vandal else None,
-        "alternative_reward": alternative.reward if alternative else None})
+        "alternative_reward": alternative.reward if alternative else None,
+        "hostile_reward": hostile.reward if hostile else None})

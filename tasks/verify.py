@@ -22,7 +22,7 @@ from environments.sandbox import Sandbox, SandboxError
 from schemas.ecosystem import ProbeSection
 from schemas.trace import Trace
 from schemas.verifier import Check
-from tasks import comparisons
+from tasks import comparisons, seal
 from tasks.comparisons import digest
 from tasks.failures import StageFailure
 
@@ -33,6 +33,8 @@ _TEMPLATES = jinja2.Environment(
 
 _COMPARISONS = Path(comparisons.__file__).read_text(encoding="utf-8").strip() + "\n"
 """The source the rendered verifier embeds (compare modes and digests)."""
+_SEAL = Path(seal.__file__).read_text(encoding="utf-8").strip() + "\n"
+"""The source the rendered verifier embeds (what it does around its checks as root)."""
 
 
 class HiddenCase(Protocol):
@@ -126,7 +128,7 @@ def render_verifier(checks: list[Check], probe_source: str, task_ref: str = "") 
     payload = json.dumps([c.model_dump() for c in checks], sort_keys=True)
     return _TEMPLATES.get_template("verifier.py.j2").render(
         checks_literal=repr(payload), probe_literal=repr(probe_source),
-        comparisons=_COMPARISONS, task_ref=task_ref or "(generated)")
+        comparisons=_COMPARISONS, seal=_SEAL, task_ref=task_ref or "(generated)")
 
 
 def render_reconstruct_verifier(hidden: list[HiddenCase], eco: Ecosystem, program: str,
@@ -141,27 +143,40 @@ def render_reconstruct_verifier(hidden: list[HiddenCase], eco: Ecosystem, progra
     return _TEMPLATES.get_template("reconstruct_verifier.py.j2").render(
         cases_literal=repr(payload), setup_literal=repr(eco.spec.setup or ""),
         probe_literal=repr(eco.probe_source), program_literal=repr(program),
-        program=program, timeout=timeout_s, comparisons=_COMPARISONS,
+        program=program, timeout=timeout_s, comparisons=_COMPARISONS, seal=_SEAL,
         task_ref=task_ref or "(generated)")
 
 
 VERIFIER_TIMEOUT_S = 60.0
 
 
+def verifier_argv(sandbox: Sandbox, answers: list[str] | None = None) -> list[str]:
+    """How the factory runs a rendered verifier (its text on stdin): on the sandbox's
+    workdir, and where the sandbox has a second user, as Harbor's ``tests/test.sh`` runs
+    it — as root, writing its reward into the logs folder, after stopping every process
+    of the agent's user (``tasks.seal``)."""
+    argv = ["python3", "-I", "-S", "-", "--root", sandbox.workdir]
+    if sandbox.agent_user is not None:
+        argv += ["--agent-user", sandbox.agent_user]
+        if sandbox.logs_dir:
+            argv += ["--logs", sandbox.logs_dir]
+    return argv + (["--answers", json.dumps(answers)] if answers is not None else [])
+
+
 def run_verifier(sandbox: Sandbox, verifier_py: str,
                  answers: list[str] | None = None,
                  timeout: float = VERIFIER_TIMEOUT_S) -> VerifierResult:
-    """Run the rendered verifier in the sandbox's workdir and read its summary line;
-    with ``answers``, the best of the trials where each replaces the answer file."""
-    extra = ["--answers", json.dumps(answers)] if answers is not None else []
-    result = sandbox.exec(["python3", "-", "--root", ".", *extra], stdin=verifier_py.encode(),
-                          timeout=timeout)
+    """Run the rendered verifier as :func:`verifier_argv` says and read its result: with a
+    logs folder, the reward as Harbor reads it — from ``reward.json`` once the verifier has
+    exited, whatever wrote it — else its summary line; with ``answers``, the best of the
+    trials where each replaces the answer file."""
+    result = sandbox.exec(verifier_argv(sandbox, answers), stdin=verifier_py.encode(),
+                          timeout=timeout, privileged=True)
     lines = result.stdout.strip().splitlines()
     failed = tuple(line.split()[2] for line in result.stderr.splitlines()
                    if line.startswith("FAIL ") and len(line.split()) > 2)
     try:
         summary = VerifierResult.model_validate_json(lines[-1] if lines else "")
-        return summary.model_copy(update={"failed": failed})
     except ValueError:
         if "OCI runtime exec failed" in result.stdout + result.stderr:  # the engine, not us
             raise SandboxError(f"the engine could not start the verifier: "
@@ -169,3 +184,17 @@ def run_verifier(sandbox: Sandbox, verifier_py: str,
         raise StageFailure("validate", "environment",
                            f"verifier printed no summary (exit {result.exit_code}): "
                            f"{result.stderr.strip()[-200:]}") from None
+    if sandbox.agent_user is not None and sandbox.logs_dir:
+        summary = summary.model_copy(update={"reward": _reward_file(sandbox)})
+    return summary.model_copy(update={"failed": failed})
+
+
+def _reward_file(sandbox: Sandbox) -> float:
+    """The reward in the logs folder's ``reward.json`` (0 when there is none, or it is not
+    a flat number): what Harbor would read."""
+    try:
+        raw = json.loads(sandbox.read_file(f"{sandbox.logs_dir}/reward.json", 4096))
+        reward = raw.get("reward") if isinstance(raw, dict) else None
+    except (FileNotFoundError, ValueError, SandboxError):
+        return 0.0
+    return float(reward) if isinstance(reward, int | float) else 0.0

@@ -226,24 +226,30 @@ def soundness(con: duckdb.DuckDBPyConnection) -> str:
                  count(gate.vandal_reward) as vandal_run,
                  count(*) filter (gate.vandal_reward < 1) as vandal_fails,
                  count(gate.alternative_reward) as alternative_run,
-                 count(*) filter (gate.alternative_reward = 1) as alternative_passes
+                 count(*) filter (gate.alternative_reward = 1) as alternative_passes,
+                 count(gate.hostile_reward) as hostile_run,
+                 count(*) filter (gate.hostile_reward = 0) as hostile_zero
           from tasks group by rollup (ecosystem)),
         a as (
           select ecosystem, count(*) filter (reason = 'vandal_passed') as vandal_passed,
-                 count(*) filter (reason = 'overspecified') as overspecified
+                 count(*) filter (reason = 'overspecified') as overspecified,
+                 count(*) filter (reason = 'hackable') as hackable
           from attempts where status = 'rejected' group by rollup (ecosystem))
         select coalesce(t.ecosystem, 'all') as ecosystem, tasks,
                vandal_run as "vandal run", vandal_fails as "vandal fails",
                alternative_run as "alternative run",
                alternative_passes as "alternative passes",
+               hostile_run as "hostile run", hostile_zero as "hostile 0",
                coalesce(vandal_passed, 0) as "rejected: vandal passed",
-               coalesce(overspecified, 0) as "rejected: overspecified"
+               coalesce(overspecified, 0) as "rejected: overspecified",
+               coalesce(hackable, 0) as "rejected: hackable"
         from t left join a on t.ecosystem is not distinct from a.ecosystem
         order by t.ecosystem is null, t.ecosystem""",
         "Accepted tasks: the vandal control (the reference solution, then one change to a "
         "seeded entry the task leaves alone) must fail, and the alternative control (the "
-        "solution with each step's alternative command) must pass; the rejected columns "
-        "count the candidates each turned away.  A control does not run where nothing "
+        "solution with each step's alternative command) must pass, and the hostile "
+        "control (an agent that only attacks the verifier) must score 0; the rejected "
+        "columns count the candidates each turned away.  A control does not run where nothing "
         "declares `vandal` commands or `alternatives`, nor on tasks gated before it "
         "existed.")
 

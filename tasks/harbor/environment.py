@@ -45,6 +45,12 @@ from tasks.realize import env_digest, service_start_command
 ENTRYPOINT = "/usr/local/bin/taskfactory-entrypoint.sh"
 FILE_MODE, EXEC_MODE = 0o644, 0o755
 
+HARDEN = ("find / -xdev -perm /6000 -type f -exec chmod ug-s {} + "
+          "&& install -d -m 0700 -o root -g root /tests")
+"""Run as root in every exported image: no set-user-id or set-group-id program is left
+for the agent's user to gain rights with, and ``/tests`` exists before the runner uploads
+into it, owned by root, mode 0700."""
+
 Files = dict[str, tuple[bytes, int]]
 """Relative path -> (content, mode)."""
 
@@ -131,6 +137,11 @@ def environment_files(task: TaskRow, eco: Ecosystem, additions: EnvAdditions,
         f"seed {task.seed}.",
         "# The ecosystem image, as the factory builds it:",
         text,
+        "# No set-user-id program, and a tests folder only root can enter: what the runner",
+        "# uploads there (the verifier) is never readable by the agent's user.",
+        "USER root",
+        _run(HARDEN),
+        f"USER {user}",
     ]
     if cases is not None:
         lines += ["# The agent's workspace: the public examples, unpacked by the sandbox user:",
@@ -143,7 +154,10 @@ def environment_files(task: TaskRow, eco: Ecosystem, additions: EnvAdditions,
                   f"COPY entrypoint.sh {ENTRYPOINT}",
                   f'ENTRYPOINT ["bash", "{ENTRYPOINT}"]',
                   'CMD ["sleep", "infinity"]']
-    lines.append(f"LABEL taskfactory.image=harbor-task taskfactory.task={task.task_id}")
+    lines += ["# The container's own processes run as root (the agent's as the user task.toml",
+              "# names), so the agent can stop none of them.",
+              "USER root",
+              f"LABEL taskfactory.image=harbor-task taskfactory.task={task.task_id}"]
     out["Dockerfile"] = ("\n".join(lines).encode() + b"\n", FILE_MODE)
     return out
 

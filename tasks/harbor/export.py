@@ -66,10 +66,14 @@ class ExportOptions:
 
 
 def test_sh(task_id: str, reconstruct: bool = False) -> str:
-    """``tests/test.sh``: the verifier on the final workspace; a verifier that crashes
-    before writing a reward counts as a failure (reward 0).  A reconstruct task's verifier
-    runs the program the workspace holds on each hidden case it carries."""
-    workdir = DockerConfig().workdir
+    """``tests/test.sh``: the verifier, as root, on the final workspace.  It stops every
+    process of the agent's user before it reads anything, takes ``/logs/verifier`` and
+    writes the reward last (``tasks.seal``); a verifier that dies without a reward
+    leaves reward 0, written afresh (a file the agent planted there is never kept).  A
+    reconstruct task's verifier runs the program the workspace holds on each hidden case
+    it carries, as the agent's user."""
+    config = DockerConfig()
+    workdir = config.workdir
     what = ([f"# library only; installs nothing, needs no network) on the final state of "
              f"{workdir}.",
              f"# Writes {LOGS_DIR}/reward.txt (1 or 0), reward.json (reward, checks_passed,",
@@ -77,19 +81,28 @@ def test_sh(task_id: str, reconstruct: bool = False) -> str:
             if not reconstruct else
             ["# library only; installs nothing, needs no network): it runs the program in "
              f"{workdir} on",
-             "# a fresh copy of each hidden case it carries.  Writes "
-             f"{LOGS_DIR}/reward.txt (1 or 0),",
-             "# reward.json (reward, cases and checks passed, their fractions, each level) and",
-             "# details.json (one entry per check of each case)."])
+             "# a fresh copy of each hidden case it carries, as the agent's user.  Writes "
+             f"{LOGS_DIR}/reward.txt",
+             "# (1 or 0), reward.json (reward, cases and checks passed, their fractions, each",
+             "# level) and details.json (one entry per check of each case)."])
     return "\n".join([
         "#!/usr/bin/env bash",
         f"# Verifier of taskfactory task {task_id}: runs tests/verify.py (Python standard",
         *what,
+        f"# Runs as root; the agent ran as {config.user}: the verifier first stops every "
+        "process of that",
+        "# user and takes the logs folder, so nothing the agent left can write the reward.",
         "set -u",
-        f"mkdir -p {LOGS_DIR}",
-        f'python3 "$(dirname "$0")/verify.py" --root {workdir} --logs {LOGS_DIR}',
+        "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "cd /",
+        f"chmod 0700 {TESTS_DIR}",
+        f"python3 -I -S {TESTS_DIR}/verify.py --root {workdir} --logs {LOGS_DIR} "
+        f"--agent-user {config.user}",
         "status=$?",
-        f'if [ ! -s {LOGS_DIR}/reward.txt ]; then echo 0 > {LOGS_DIR}/reward.txt; fi',
+        'if [ "$status" -gt 1 ] || [ ! -f ' + f"{LOGS_DIR}/reward.json ]; then",
+        f"    rm -rf -- {LOGS_DIR}/reward.txt {LOGS_DIR}/reward.json",
+        f"    (set -C; echo 0 > {LOGS_DIR}/reward.txt)",
+        "fi",
         'exit "$status"',
     ]) + "\n"
 

@@ -71,7 +71,10 @@ def test_every_task_becomes_a_harbor_folder(dataset, tmp_path):
         dockerfile = (folder / "environment/Dockerfile").read_text()
         assert dockerfile.splitlines()[2] == "FROM taskfactory/base:bookworm"
         assert "COPY --chown=1000:1000 workspace/ /workspace/" in dockerfile
-        assert "tests" not in dockerfile and "solution" not in dockerfile
+        copied = [line for line in dockerfile.splitlines() if line.startswith("COPY")]
+        assert not any("tests" in line or "solution" in line for line in copied)
+        assert "install -d -m 0700 -o root -g root /tests" in dockerfile  # root's only
+        assert dockerfile.splitlines()[-2] == "USER root"  # the container's own processes
         assert not list((folder / "environment").rglob("verify.py"))
 
 
