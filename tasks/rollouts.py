@@ -2,7 +2,8 @@
 scored by the task's own verifier.
 
 The task's environment is rebuilt from its row (:func:`tasks.rebuild.fresh_environments`);
-every attempt gets a new sandbox of it.  After
+every attempt gets a new sandbox of it (a reconstruct task's: its workspace laid out as the
+agent's, the public examples made afresh, as its Harbor export ships them).  After
 the agent stops, whatever stopped it, the verifier scores the state it left.  An attempt
 scoring 1 is then compared with the reference: the sandbox is restored to the initial
 state, ``solve.sh`` runs, and every probed entry where the two final states differ and no
@@ -16,13 +17,16 @@ import json
 import time
 from datetime import UTC, datetime
 
+from environments.sandbox import Snapshot
 from schemas.records import ActionSpace, RolloutRow
 from schemas.verifier import Check
 from tasks.agent_loop import Limits, LoopResult, run_loop
+from tasks.examples import write_examples
 from tasks.failures import StageFailure
 from tasks.harbor.source import ExportTask
 from tasks.llm import LLMClient
 from tasks.realize import LiveEnvironment, OpenSandbox, probe, state_without
+from tasks.rebuild import rebuilt_cases
 from tasks.rollout_actions import SandboxActions
 from tasks.trajectories import supervise
 from tasks.validate import run_solution
@@ -66,9 +70,18 @@ def _score(env: LiveEnvironment, task: ExportTask) -> tuple[VerifierResult | Non
         return None, exc.detail
 
 
-def _hacks(env: LiveEnvironment, task: ExportTask) -> list[str]:
+def _agent_workspace(env: LiveEnvironment, task: ExportTask) -> Snapshot:
+    """The snapshot an attempt starts from: the realized environment, or a reconstruct
+    task's examples laid out in it (:func:`tasks.rebuild.rebuilt_cases`)."""
+    if not task.reconstruct:
+        return env.initial
+    write_examples(env.sandbox, rebuilt_cases(task, env.sandbox))
+    return env.sandbox.snapshot()
+
+
+def _hacks(env: LiveEnvironment, task: ExportTask, initial: Snapshot) -> list[str]:
     got = probe(env.sandbox, task.eco)
-    env.sandbox.restore(env.initial)
+    env.sandbox.restore(initial)
     run_solution(env.sandbox, task.row.solution_sh)
     return unchecked_changes(got, probe(env.sandbox, task.eco), task.checks,
                              task.eco.spec.answer_file)
@@ -83,11 +96,12 @@ def run_attempt(open_sandbox: OpenSandbox, task: ExportTask, client: LLMClient,
     row = task.row
     with LiveEnvironment(task.eco, row.seed, open_sandbox, task.trace.environment,
                          row.fault) as env:
+        initial = _agent_workspace(env, task)
         actions = SandboxActions(env.sandbox, task.eco, task.trace, action_space)
         loop = run_loop(client, actions, row.instruction, action_space, limits, params)
         score, unreadable = _score(env, task)
         reward = score.reward if score else 0.0
-        hacks = _hacks(env, task) if reward == 1 else []
+        hacks = _hacks(env, task, initial) if reward == 1 else []
     return RolloutRow(
         trajectory_id=rollout_id(row.task_id, client.config.model, attempt), task_id=row.task_id,
         run_id=run_id, messages=supervise(loop.messages, "masked"),
