@@ -40,14 +40,20 @@ def _engine() -> docker.APIClient:
     return docker.from_env().api
 
 
-def run_probe_source(sandbox: Sandbox, source: str, as_root: bool = False,
-                     timeout: float = 30.0) -> ExecResult:
-    """``source`` run in ``sandbox``'s workdir: with ``python3 -`` as the sandbox user, or
-    (``as_root``) exec'd in-process by ``python3 -c`` as uid 0 through the engine."""
-    if not as_root:
-        return sandbox.exec(["python3", "-"], stdin=source.encode(), timeout=timeout)
+def exec_as_root(sandbox: Sandbox, argv: list[str], stdin: bytes | None = None,
+                 timeout: float = 30.0) -> ExecResult:
+    """``argv`` run in ``sandbox``'s workdir as uid 0, through the engine."""
     container = getattr(sandbox, "container_id", None)
     if container is None:
         raise TypeError(f"{type(sandbox).__name__} runs no container: use the docker backend")
-    return exec_once(_engine(), container, "0:0", OUTPUT_CAP, ["python3", "-c", IN_PROCESS],
-                     timeout, sandbox.workdir, None, source.encode())
+    return exec_once(_engine(), container, "0:0", OUTPUT_CAP, argv, timeout, sandbox.workdir,
+                     None, stdin)
+
+
+def run_probe_source(sandbox: Sandbox, source: str, as_root: bool = False,
+                     timeout: float = 30.0) -> ExecResult:
+    """``source`` run in ``sandbox``'s workdir: with ``python3 -`` as the sandbox user, or
+    (``as_root``) exec'd in-process by ``python3 -c`` as uid 0."""
+    if as_root:
+        return exec_as_root(sandbox, ["python3", "-c", IN_PROCESS], source.encode(), timeout)
+    return sandbox.exec(["python3", "-"], stdin=source.encode(), timeout=timeout)
