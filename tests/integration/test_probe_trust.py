@@ -8,8 +8,8 @@ verifier does (exec'd in-process, as root with Docker's default capabilities).  
 must (a) run no planted program: the canary file it would create does not exist; (b)
 finish within its timeout; (c) report the true state: the entries the plant cannot change
 are what they were before it, and what it planted is recorded as what it is (a symlink as
-a link, a FIFO as a FIFO), or the probe fails naming the problem; and never write into the
-workspace.
+a link, a FIFO as a FIFO), or the probe fails naming the problem; and it must never write
+into the workspace, nor leave its private folder behind.
 """
 
 from __future__ import annotations
@@ -101,6 +101,8 @@ def test_probe_runs_nothing_planted_and_reports_the_true_state(
     ran = _sh(sandbox, f"ls {CANARY}-* 2>/dev/null || true")
     assert ran == "", f"(a) a planted program ran: {ran.split()}"
     assert _sh(sandbox, LISTING) == listing, "the probe changed the workspace"
+    left = exec_as_root(sandbox, ["bash", "-c", "ls -d /tmp/probe-* 2>/dev/null || true"])
+    assert left.stdout == "", f"the probe left its private folder: {left.stdout}"
     if isinstance(hostile.expect, str):
         assert result.exit_code != 0, f"(c) the probe read a state: {result.stdout[:300]}"
         assert hostile.expect in result.stderr, result.stderr[-500:]

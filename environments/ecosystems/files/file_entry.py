@@ -14,6 +14,10 @@ is nothing the agent could not have copied, and reading it runs nothing.
 - ``file_entry(path)``: one file's entry (below).
 - ``read_regular(path, limit)``, ``copy_regular(path, dest, limit)``: a regular file's bytes,
   or a private copy of it, for probes that read their own files (the database, refs).
+- ``private_dir()``: a temporary folder of the probe's own, removed on exit.
+
+Only modules the factory's runner has already imported are used (no ``tempfile``,
+``shutil`` or ``typing``: importing them would cost more than the probe's own work).
 """
 
 import contextlib
@@ -124,6 +128,24 @@ def copy_regular(path, dest, limit, dir_fd=None):
                 raise ValueError(f"{path} is larger than {limit} bytes")
             out.write(chunk)
     return size
+
+
+@contextlib.contextmanager
+def private_dir():
+    """A new folder (mode 0700, a random name under ``$TMPDIR`` when absolute, else
+    ``/tmp``) yielded by path and removed, with everything in it, on exit."""
+    tmp = os.environ.get("TMPDIR", "")
+    path = os.path.join(tmp if tmp.startswith("/") else "/tmp", "probe-" + os.urandom(8).hex())
+    os.mkdir(path, 0o700)
+    try:
+        yield path
+    finally:
+        for folder, dirs, files in os.walk(path, topdown=False):
+            for name in files:
+                os.unlink(os.path.join(folder, name))
+            for name in dirs:
+                os.rmdir(os.path.join(folder, name))
+        os.rmdir(path)
 
 
 def file_entry(path, dir_fd=None):

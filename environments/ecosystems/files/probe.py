@@ -10,8 +10,8 @@ size}`` for what is not read (``file_entry.py``, joined in front, says why).
 """
 
 import json
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # not typing's: importing typing costs more than a probe's work
 if TYPE_CHECKING:  # joined in front of this script (ecosystem.yaml: probe)
     from file_entry import workspace_entries
 

@@ -42,13 +42,11 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
-import tempfile
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # not typing's: importing typing costs more than a probe's work
 if TYPE_CHECKING:  # joined in front of this script (ecosystem.yaml: probe)
-    from file_entry import NotRegular, copy_regular, open_dir, read_regular
+    from file_entry import NotRegular, copy_regular, open_dir, private_dir, read_regular
 
 GIT_OPTIONS = ["-c", "core.quotepath=off", "--no-pager"]
 SEEDED = ".git/info/taskfactory-seeded"
@@ -164,11 +162,12 @@ def clean_repository(folder: str) -> str:
 
 def git_runner(folder: str, repo: str):
     """``git(*args, data=None) -> stdout`` on ``repo``, with an environment of its own."""
-    path = ":".join(p for p in os.environ.get("PATH", os.defpath).split(":")
-                    if p.startswith("/"))
-    program = shutil.which("git", path=path)
+    dirs = [p for p in os.environ.get("PATH", os.defpath).split(":") if p.startswith("/")]
+    program = next((os.path.join(d, "git") for d in dirs if os.access(os.path.join(d, "git"),
+                                                                       os.X_OK)), None)
     if program is None:
         raise RuntimeError("git is not installed (not found on PATH)")
+    path = ":".join(dirs)
     home = os.path.join(folder, "home")
     os.mkdir(home)
     env = {"PATH": path, "HOME": home, "GIT_DIR": repo, "GIT_CONFIG_NOSYSTEM": "1",
@@ -309,12 +308,9 @@ def state(git, seeded: set[str]) -> dict:
 
 def main() -> None:
     seeded = seeded_commits()
-    folder = tempfile.mkdtemp(prefix="probe-git-")
-    try:
+    with private_dir() as folder:
         git = git_runner(folder, clean_repository(folder))
         print(json.dumps(state(git, seeded), sort_keys=True, separators=(",", ":")))
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 main()

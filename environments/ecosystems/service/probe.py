@@ -24,8 +24,8 @@ or the id the task names.
 """
 
 import json
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # not typing's: importing typing costs more than a probe's work
 if TYPE_CHECKING:  # joined in front of this script (ecosystem.yaml: probe)
     from file_entry import read_regular
 

@@ -26,13 +26,11 @@ Sections (keys sorted, so two runs on one state print the same bytes):
 
 import json
 import os
-import shutil
 import sqlite3
-import tempfile
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # not typing's: importing typing costs more than a probe's work
 if TYPE_CHECKING:  # joined in front of this script (ecosystem.yaml: probe)
-    from file_entry import NotRegular, copy_regular, workspace_entries
+    from file_entry import NotRegular, copy_regular, private_dir, workspace_entries
 
 DB = "shop.db"
 SKIP_FILES = {DB, DB + "-journal", DB + "-wal", DB + "-shm", "answer.txt"}
@@ -90,12 +88,9 @@ def connect(path):
 
 
 def database():
-    folder = tempfile.mkdtemp(prefix="probe-sql-")
-    try:
+    with private_dir() as folder:
         path = private_copy(folder)
         return read_database(*connect(path)) if path else ({}, {}, {})
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def read_database(con, steps):
