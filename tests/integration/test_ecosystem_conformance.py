@@ -4,6 +4,10 @@ tests/fixtures/ecosystems, on each backend the ecosystem supports.
 - the seed is deterministic (same seed, same bytes) and its layout lists what it writes;
 - the probe prints canonical JSON (``{section: {key: value}}``, sorted keys, no spaces)
   and prints the same twice;
+- the probe follows no link out of the workspace and opens no FIFO: with a symlink to a
+  folder and one to a file outside the workspace and a FIFO planted in it, it finishes
+  and prints nothing of what the links point to (the built-ins' full contract is checked
+  in ``test_probe_trust.py``);
 - every tool runs once on a seeded sandbox and its output parses (a lookup's, one value);
 - every sampler returns a string drawn from what it was given (the file bound to its
   ``of``, or the probe state), the same one for the same random generator;
@@ -174,6 +178,28 @@ def test_probe_is_canonical_and_stable(exercised: _Exercised, name: str, backend
     assert isinstance(state, dict) and all(isinstance(v, dict) for v in state.values())
     assert outputs[0].rstrip("\n") == canonical(state), "not canonical JSON"
     assert outputs[1] == outputs[0], "a second probe prints something else"
+
+
+PLANT = ("mkdir -p {outside} && printf '%s\\n' {secret} > {outside}/secret.txt "
+         "&& ln -s {outside} linked && ln -s {outside}/secret.txt linked.txt && mkfifo pipe")
+
+
+@pytest.mark.parametrize("name,backend", COMBOS)
+def test_probe_follows_no_link_and_opens_no_fifo(exercised: _Exercised, name: str,
+                                                 backend: str) -> None:
+    eco, exercise = exercised.get(name, backend)
+    seed = next(s for s in SEEDS if exercise.realize(s))
+    assert exercise.realize(seed)
+    secret, outside = f"outside-{os.getpid()}-{seed}", f"/tmp/tf-outside-{os.getpid()}"
+    planted = exercise.sandbox.exec(["bash", "-c", PLANT.format(outside=outside,
+                                                                  secret=secret)])
+    assert planted.exit_code == 0, planted.stderr
+    result = exercise.sandbox.exec(["python3", "-"], stdin=eco.probe_source.encode(),
+                                   timeout=30)
+    exercise.sandbox.exec(["rm", "-rf", outside])
+    assert not result.timed_out, "the probe blocks on a FIFO"
+    assert result.exit_code == 0, result.stderr
+    assert secret not in result.stdout, "the probe followed a link out of the workspace"
 
 
 # ---- tools ------------------------------------------------------------------------------

@@ -1,30 +1,23 @@
 """Probe for the ``files`` ecosystem: prints the workspace state as canonical JSON.
 
 Runs inside the sandbox with the standard library only (``python3 - < probe.py``), from
-the workspace directory.  Output: ``{"files": {path: entry}}`` where the entry is the text
-of a UTF-8 file up to 256 KiB, else ``{"sha256": ..., "size": ...}`` (``{"symlink": ...}``
-for links).
+the workspace directory, and inside the verifier (as root, on what the agent left).
+Output: ``{"files": {path: entry}}`` for every file under the workspace, hidden ones too:
+the text of a UTF-8 file up to 256 KiB, else ``{"sha256": ..., "size": ...}``;
+``{"symlink": target}`` for a link, to a file or a directory (never followed);
+``{"special": "fifo"}`` (or socket, device), ``{"unreadable": errno}``, ``{"oversize":
+size}`` for what is not read (``file_entry.py``, joined in front, says why).
 """
 
 import json
-import os
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # not typing's: importing typing costs more than a probe's work
 if TYPE_CHECKING:  # joined in front of this script (ecosystem.yaml: probe)
-    from file_entry import file_entry
+    from file_entry import workspace_entries
 
 
 def main() -> None:
-    files = {}
-    for root, dirs, names in os.walk("."):
-        dirs.sort()
-        for name in sorted(names):
-            path = os.path.join(root, name)[2:]
-            if os.path.islink(path):
-                files[path] = {"symlink": os.readlink(path)}
-                continue
-            files[path] = file_entry(path)
-    print(json.dumps({"files": files}, sort_keys=True, separators=(",", ":")))
+    print(json.dumps({"files": workspace_entries()}, sort_keys=True, separators=(",", ":")))
 
 
 main()

@@ -1,8 +1,12 @@
 """Probe for the ``service`` ecosystem: the ticket tracker's records as canonical JSON.
 
 Runs with the standard library only (``python3 - < probe.py``) from the workspace, and
-reads the service's db file ``.service/db.json`` — the file the server reads on every
-request and rewrites atomically on every change, so it is exactly what the API serves.
+inside the verifier (as root, on what the agent left).  It reads the service's db file
+``.service/db.json`` — the file the server reads on every request and rewrites atomically
+on every change, so it is exactly what the API serves — and never talks to the port: a
+process the agent starts there changes nothing the probe sees.  The file must be a
+regular file (no symlink followed, a FIFO never blocks) of at most 64 MiB, else the probe
+fails, as it does when the file is missing.
 Output (one line, sorted keys)::
 
     {"tickets":  {"<id>": {"title", "description", "status", "priority", "team",
@@ -21,12 +25,16 @@ or the id the task names.
 
 import json
 
+TYPE_CHECKING = False  # not typing's: importing typing costs more than a probe's work
+if TYPE_CHECKING:  # joined in front of this script (ecosystem.yaml: probe)
+    from file_entry import read_regular
+
 DB = ".service/db.json"
+MAX_DB = 64 << 20
 
 
 def main() -> None:
-    with open(DB, encoding="utf-8") as f:
-        db = json.load(f)
+    db = json.loads(read_regular(DB, MAX_DB).decode("utf-8"))
     email = {u["id"]: u["email"] for u in db.get("users", [])}
     tickets = {
         str(t["id"]): {"title": t["title"], "description": t["description"],

@@ -1,7 +1,14 @@
 """Probe for the ``sql`` ecosystem: prints the shop's state as one canonical JSON object.
 
 Runs inside the sandbox with the standard library only (``python3 - < probe.py``), from
-the workspace directory; it opens ``shop.db`` read-only and never changes it.
+the workspace directory, and inside the verifier (as root, on what the agent left).  It
+never opens the agent's ``shop.db``: it copies the file, and its ``-wal`` or ``-journal``
+when there is one (regular files only, no symlink followed), into a folder of its own,
+reads the copy and removes the folder, so nothing can be swapped mid-read and the
+workspace is never written.  A ``shop.db`` that is no regular file reads as a missing one.
+The connection runs with ``trusted_schema`` off and extension loading never enabled (the
+sqlite3 module's default), and each statement has a budget of virtual-machine steps: a
+view that would run forever or fill memory reads as ``null`` rows, like a broken view.
 
 Sections (keys sorted, so two runs on one state print the same bytes):
 
@@ -12,20 +19,26 @@ Sections (keys sorted, so two runs on one state print the same bytes):
 - ``schema``: name -> ``{"type": "table" | "view", "columns": [sorted column names]}``.
   No SQL text, root pages or column declarations: those differ between equal solutions.
 - ``indexes``: user index name -> ``{"table", "columns" (in index order), "unique"}``.
-- ``files``: every other file of the workspace (not the database, its journals, or the
-  answer file): path -> its text when UTF-8 and <= 256 KiB, else ``{"sha256", "size"}``.
+- ``files``: every other file of the workspace outside hidden folders (not the database,
+  its journals, or the answer file): path -> its text when UTF-8 and <= 256 KiB, else
+  ``{"sha256", "size"}``; links and special files as in the ``files`` probe.
 """
 
 import json
 import os
 import sqlite3
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # not typing's: importing typing costs more than a probe's work
 if TYPE_CHECKING:  # joined in front of this script (ecosystem.yaml: probe)
-    from file_entry import file_entry
+    from file_entry import NotRegular, copy_regular, private_dir, workspace_entries
 
 DB = "shop.db"
 SKIP_FILES = {DB, DB + "-journal", DB + "-wal", DB + "-shm", "answer.txt"}
+MAX_DB = 1 << 30
+"""A database (or journal) larger than this is not copied: the probe fails."""
+STEP_BUDGET = 5_000_000
+"""Virtual-machine steps one statement may take: ~11 a row read (a seeded table of 260
+rows takes ~3,000), so ~450,000 rows, a few hundred MB as Python objects."""
 
 
 def cell(value):
@@ -40,23 +53,61 @@ def quote_ident(name):
     return '"' + name.replace('"', '""') + '"'
 
 
+def private_copy(folder):
+    """The path of a copy of ``shop.db`` (with its ``-wal`` and ``-journal`` when they are
+    regular files) in ``folder``; None when the workspace holds no non-empty regular
+    ``shop.db`` (a symlink, a FIFO or a directory reads as no database)."""
+    copy = os.path.join(folder, DB)
+    try:
+        size = copy_regular(DB, copy, MAX_DB)
+    except (FileNotFoundError, NotRegular):
+        return None
+    if size == 0:
+        return None
+    for suffix in ("-wal", "-journal"):
+        try:
+            copy_regular(DB + suffix, copy + suffix, MAX_DB)
+        except (FileNotFoundError, NotRegular):
+            continue
+    return copy
+
+
+def connect(path):
+    """A connection to the private copy: no schema-borne functions with side effects, no
+    extensions (``enable_load_extension`` is never called), a step budget per statement."""
+    con = sqlite3.connect(path, isolation_level=None)
+    con.execute("PRAGMA trusted_schema=OFF")
+    steps = [0]
+
+    def over_budget():
+        steps[0] += 1000
+        return steps[0] > STEP_BUDGET
+
+    con.set_progress_handler(over_budget, 1000)
+    return con, steps
+
+
 def database():
+    with private_dir() as folder:
+        path = private_copy(folder)
+        return read_database(*connect(path)) if path else ({}, {}, {})
+
+
+def read_database(con, steps):
     tables, schema, indexes = {}, {}, {}
-    if not os.path.isfile(DB) or os.path.getsize(DB) == 0:
-        return tables, schema, indexes
-    con = sqlite3.connect(f"file:{DB}?mode=ro", uri=True)
     try:
         objects = con.execute(
             "SELECT type, name, tbl_name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' "
             "ORDER BY name").fetchall()
         for kind, name, table in objects:
+            steps[0] = 0
             if kind in ("table", "view"):
                 try:
                     cur = con.execute(f"SELECT * FROM {quote_ident(name)}")
                     columns = [d[0] for d in cur.description]
                     rows = [{c: cell(v) for c, v in zip(columns, r, strict=True)} for r in cur]
                     rows.sort(key=lambda r: json.dumps(r, sort_keys=True))
-                except sqlite3.Error:  # e.g. a view over a dropped table
+                except sqlite3.Error:  # e.g. a view over a dropped table, or over budget
                     columns, rows = [], None
                 tables[name] = rows
                 schema[name] = {"type": kind, "columns": sorted(columns)}
@@ -72,21 +123,10 @@ def database():
     return tables, schema, indexes
 
 
-def workspace_files():
-    files = {}
-    for root, dirs, names in os.walk("."):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(names):
-            path = os.path.join(root, name)[2:]
-            if path in SKIP_FILES or not os.path.isfile(path):
-                continue
-            files[path] = file_entry(path)
-    return files
-
-
 def main():
     tables, schema, indexes = database()
-    state = {"tables": tables, "schema": schema, "indexes": indexes, "files": workspace_files()}
+    files = workspace_entries(skip=SKIP_FILES, hidden_dirs=False)
+    state = {"tables": tables, "schema": schema, "indexes": indexes, "files": files}
     print(json.dumps(state, sort_keys=True, separators=(",", ":")))
 
 
