@@ -221,6 +221,40 @@ def _stderr_tail(proc, deadline):
         proc.stderr.close()
 
 
+def exposures(uid, logs):
+    """What would let anything but the verifier change its reward once it has run: a
+    process of ``uid`` still alive (spared ones aside), the logs folder or an entry in it
+    not root's regular file (folder), or writable by others.  Empty when the reward is the
+    verifier's own."""
+    found = []
+    alive = agent_processes(uid, _spared())
+    if alive:
+        found.append(f"processes of uid {uid} alive: {alive[:5]}")
+    try:
+        st = os.lstat(logs)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o022:
+            found.append(f"{logs}: uid {st.st_uid}, mode {stat.filemode(st.st_mode)}")
+        for name in os.listdir(logs):
+            st = os.lstat(os.path.join(logs, name))
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o022:
+                found.append(f"{name}: uid {st.st_uid}, mode {stat.filemode(st.st_mode)}")
+    except OSError as exc:
+        found.append(f"{logs}: {exc}")
+    return found
+
+
+def reward_of(logs):
+    """The reward in ``logs/reward.json`` (a regular file, never through a symlink) as
+    Harbor reads it; None when there is none or it is not a flat number."""
+    try:
+        fd = os.open(os.path.join(logs, "reward.json"), os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            reward = json.loads(f.read(4096)).get("reward")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return float(reward) if isinstance(reward, int | float) else None
+
+
 def judged(args, judge):
     """The verifier's run: the seal's steps around ``judge(ids)`` -> (summary, details),
     where ``ids`` are the agent's (uid, gid) or None; the reward written to ``args.logs``

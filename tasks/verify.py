@@ -35,6 +35,13 @@ _COMPARISONS = Path(comparisons.__file__).read_text(encoding="utf-8").strip() + 
 """The source the rendered verifier embeds (compare modes and digests)."""
 _SEAL = Path(seal.__file__).read_text(encoding="utf-8").strip() + "\n"
 """The source the rendered verifier embeds (what it does around its checks as root)."""
+AUDIT = _SEAL + """
+uid, logs = int(sys.argv[1].partition(":")[0]), sys.argv[2]
+print(json.dumps({"reward": reward_of(logs), "exposed": exposures(uid, logs)}))
+"""
+"""Run as root after a verifier (``python3 - AGENT_USER LOGS``): the reward its logs folder
+holds, as Harbor would read it, and what would let anything else change it
+(:func:`tasks.seal.exposures`)."""
 
 
 class HiddenCase(Protocol):
@@ -185,16 +192,24 @@ def run_verifier(sandbox: Sandbox, verifier_py: str,
                            f"verifier printed no summary (exit {result.exit_code}): "
                            f"{result.stderr.strip()[-200:]}") from None
     if sandbox.agent_user is not None and sandbox.logs_dir:
-        summary = summary.model_copy(update={"reward": _reward_file(sandbox)})
+        summary = summary.model_copy(update={"reward": _audited_reward(sandbox)})
     return summary.model_copy(update={"failed": failed})
 
 
-def _reward_file(sandbox: Sandbox) -> float:
-    """The reward in the logs folder's ``reward.json`` (0 when there is none, or it is not
-    a flat number): what Harbor would read."""
+def audited(reward: float | None, exposed: list[str]) -> float:
+    """The reward a runner would read later: 1 when anything but the verifier may still
+    change it (the reward file is then the agent's to write), else the file's (0 when
+    there is none)."""
+    return 1.0 if exposed else reward or 0.0
+
+
+def _audited_reward(sandbox: Sandbox) -> float:
+    assert sandbox.agent_user is not None and sandbox.logs_dir
+    done = sandbox.exec(["python3", "-", sandbox.agent_user, sandbox.logs_dir],
+                        stdin=AUDIT.encode(), timeout=60, privileged=True)
     try:
-        raw = json.loads(sandbox.read_file(f"{sandbox.logs_dir}/reward.json", 4096))
-        reward = raw.get("reward") if isinstance(raw, dict) else None
-    except (FileNotFoundError, ValueError, SandboxError):
-        return 0.0
-    return float(reward) if isinstance(reward, int | float) else 0.0
+        found = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise StageFailure("validate", "environment", "the reward audit printed nothing "
+                           f"(exit {done.exit_code}): {done.stderr.strip()[-200:]}") from None
+    return audited(found["reward"], found["exposed"])

@@ -314,8 +314,8 @@ class DockerSandbox(Sandbox):
         self._check_open()
         if snap.id not in self._snaps:
             raise SandboxError(f"snapshot {snap.id!r} does not belong to sandbox {self.name}")
-        self._copy_tree("restore", f"{SNAP_ROOT}/{snap.id}", self.workdir, _RESTORE_SH)
         self._root_cleanup()
+        self._copy_tree("restore", f"{SNAP_ROOT}/{snap.id}", self.workdir, _RESTORE_SH)
 
     def _root_cleanup(self, others: bool = False) -> None:
         """After a privileged command (a verifier, which takes the logs folder over): KILL

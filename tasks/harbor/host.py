@@ -8,8 +8,9 @@ is uploaded to ``/solution`` (the folder's ``solution/``, or a control's own scr
 ``/logs/agent/oracle.txt``; a shortcut's files are uploaded into the workdir as the agent
 user and its commands run as that user.  The verifier: ``tests/`` uploaded to ``/tests``,
 ``tests/test.sh`` run as the verifier user, the reward file read (``reward.json`` first,
-as Harbor does, else ``reward.txt``); with several answers, ``test.sh`` runs once per
-answer file.
+as Harbor does, else ``reward.txt``) — and counted as 1 when anything but the verifier could
+still change it before a runner reads it (:func:`tasks.seal.exposures`, checked as
+root); with several answers, ``test.sh`` runs once per answer file.
 
 The first container, before anything acts in it, is also where the exported environment
 is read for the identity check (:mod:`tasks.harbor.identity`).
@@ -31,8 +32,10 @@ from tasks.harbor.export import LOGS_DIR, SOLUTION_DIR, TESTS_DIR
 from tasks.harbor.identity import StateUnreadable, exported_state
 from tasks.harbor.source import ExportTask
 from tasks.shortcuts import Shortcut
+from tasks.verify import AUDIT, audited
 
 LOG_DIRS = "/logs/agent /logs/verifier /logs/artifacts"
+AUDIT_FILE = ".taskfactory-audit.py"
 
 
 class RewardUnreadable(RuntimeError):
@@ -189,5 +192,16 @@ class ContainerHost:
         details = json.loads(box.read(f"{LOGS_DIR}/details.json") or "[]")
         failed = tuple(f"{d['section']}/{d['key']}" if d.get("section") else d["key"]
                        for d in details if isinstance(d, dict) and not d.get("passed"))
-        return Score(float(rewards["reward"]), rewards.get("checks_passed"),
-                     rewards.get("checks_total"), failed=failed)
+        return Score(audited(float(rewards["reward"]), self._exposures()),
+                     rewards.get("checks_passed"), rewards.get("checks_total"), failed=failed)
+
+    def _exposures(self) -> list[str]:
+        """What would let anything but the verifier change the reward before a runner
+        reads it (:func:`tasks.seal.exposures`), checked as root once the verifier ran."""
+        self.box.put(TESTS_DIR, {AUDIT_FILE: (AUDIT.encode(), 0o600)})
+        done = self.box.exec(f"python3 -I -S {TESTS_DIR}/{AUDIT_FILE} {self.cfg.agent_user} "
+                             f"{LOGS_DIR}", user="root", timeout=60)
+        try:
+            return list(json.loads(done.output.strip().splitlines()[-1])["exposed"])
+        except (ValueError, IndexError, KeyError, TypeError):
+            raise RewardUnreadable(f"the reward audit failed: {done.output[-300:]}") from None

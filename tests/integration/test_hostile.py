@@ -133,23 +133,35 @@ def test_check_harbor_runs_the_hostile_control_and_it_scores_0(outcomes, kind, e
     assert report.ok, (report.error, report.identity, report.controls)
 
 
-def _unsealed(text: str) -> str:
-    """A verifier whose seal stops nothing and takes nothing over (as verifiers were)."""
+def _unsealed(text: str, logs_too: bool = True) -> str:
+    """A verifier whose seal stops nothing (and, ``logs_too``, takes nothing over: as
+    verifiers were)."""
     weak = text.replace("def stop_agent(uid, within=STOP_WITHIN_S):",
                         "def stop_agent(uid, within=STOP_WITHIN_S):\n    return\n")
-    weak = weak.replace("def take_logs(path):", "def take_logs(path):\n    return\n")
+    if logs_too:
+        weak = weak.replace("def take_logs(path):", "def take_logs(path):\n    return\n")
     assert weak != text
     return weak
 
 
-def test_a_verifier_without_its_seal_is_rejected_as_hackable_in_the_gate(outcomes,
-                                                                         monkeypatch):
+def test_a_verifier_that_stops_nothing_is_rejected_as_hackable_in_the_gate(outcomes,
+                                                                           monkeypatch):
+    """Honest controls leave no process behind, so only the hostile control sees it."""
     outcome = outcomes["files"]
-    monkeypatch.setattr(verify, "_SEAL", _unsealed(verify._SEAL))
+    monkeypatch.setattr(verify, "_SEAL", _unsealed(verify._SEAL, logs_too=False))
     again = build_candidate(outcome.candidate, "files", DockerConfig(), RUN)
     a = again.attempt
     assert (a.status, a.stage, a.reason) == ("rejected", "validate", "hackable"), a.detail
     assert "taken by: " in a.detail and "reward_daemon" in a.detail.split("taken by: ")[1]
+
+
+def test_a_verifier_that_leaves_its_logs_folder_open_fails_even_the_nop_control(outcomes,
+                                                                                monkeypatch):
+    """Whatever the agent does, a reward it could still write counts as taken."""
+    outcome = outcomes["files"]
+    monkeypatch.setattr(verify, "_SEAL", _unsealed(verify._SEAL))
+    a = build_candidate(outcome.candidate, "files", DockerConfig(), RUN).attempt
+    assert (a.status, a.stage, a.reason) == ("rejected", "validate", "baseline_passed")
 
 
 @pytest.mark.parametrize("kind", ["files", "reconstruct-files"])

@@ -65,7 +65,7 @@ def test_every_attack_as_a_model_scores_0_and_pass_at_1_is_0(data, srv):
             assert row.stop_reason == "gave_up", (attack.name, row.stop_reason, row.detail)
             rows.append((task, row))
             tried.add(attack.name)
-    assert THE_THREE <= tried
+    assert tried >= THE_THREE
     identity = RunIdentity(run_id=RUN, flow_run_id=None, config_hash="test",
                            llm_model="attacker", llm_params="{}")
     with open_for_writing(data) as manifest:
