@@ -189,8 +189,9 @@ def test_reconstruct_folders_lay_out_the_examples_and_score_like_the_gate(recons
                         r["identity"]), r["identity"]
         rewards = {c["name"]: c["reward"] for c in r["controls"]}
         gate = gates[r["task_id"]]
-        assert rewards == {"nop": 0.0, "reference": 1.0, "memorizer": 0.0,
+        assert rewards == {"nop": 0.0, "reference": 1.0, "memorizer": 0.0, "hostile": 0.0,
                            **({} if gate.partial_reward is None else {"partial": 0.0})}, r
+        assert gate.hostile_reward == 0.0
         toml = (out / f"{r['ecosystem']}-{r['task_id']}/task.toml").read_text()
         assert "timeout_sec = 240.0" in toml  # the program on each of the 3 hidden cases
 
