@@ -54,6 +54,7 @@ from schemas.graph import Candidate
 from schemas.records import InstructionStyle
 from tasks.dataset import Dataset
 from tasks.dataset.dedup import DedupIndex
+from tasks.dataset.paths import real_folder
 from tasks.dataset.provenance import RunIdentity, config_hash, llm_identity, new_run_id
 from tasks.dataset.run_writer import RunWriter
 from tasks.dataset.runs import RunTally
@@ -244,8 +245,11 @@ def _consume(run: RunWriter, todo: PlannedCandidates, planned: int, settings: Ru
 
 
 def _result_storage(data: Path) -> LocalFileSystem:
-    """A saved storage block (Prefect requires one) for results under ``data/.results``."""
-    folder = (data / RESULTS).resolve()
+    """A saved storage block (Prefect requires one) for results under ``data/.results``
+    (a real folder: OutsideError when a link or file is there)."""
+    folder = real_folder(data, RESULTS, create=True)
+    assert folder is not None
+    folder = folder.resolve()
     name = "taskfactory-results-" + hashlib.sha256(str(folder).encode()).hexdigest()[:12]
     block = LocalFileSystem(basepath=str(folder))
     block.save(name, overwrite=True)

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from schemas.records import TaskRow
 from tasks.dataset.dedup import DedupIndex
+from tasks.dataset.folder import check_dataset
 from tasks.dataset.interrupts import keyboard_interrupts
 from tasks.dataset.lock import dataset_lock, holds, open_for_writing
 from tasks.dataset.manifest import DatasetError, Manifest, load_manifest
@@ -55,10 +56,9 @@ class Dataset:
 
     @classmethod
     def open(cls, path: Path, warn: Warn = warn_on_stderr) -> Dataset:
-        """An existing dataset folder; DatasetError naming the fix when there is none."""
-        if not path.is_dir():
-            raise DatasetError(f"no dataset at {path}; create one with "
-                               f"`taskfactory run --data {path}`")
+        """An existing dataset folder; DatasetError naming the fix when there is none or
+        the folder is not a dataset (:func:`tasks.dataset.folder.check_dataset`)."""
+        check_dataset(path)
         return cls(path, warn)
 
     # ---- reading --------------------------------------------------------------------
