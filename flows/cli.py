@@ -201,8 +201,10 @@ def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
               f"with `taskfactory run --resume --data {settings.data}`", file=sys.stderr)
         return 130
     except StorageError as exc:  # the disk refused a write: the run is marked failed
-        raise StorageError(f"{exc}; then continue run {run_id} with `taskfactory run --resume "
-                           f"--data {settings.data}`", exc.exit_code) from None
+        fix = "free space on its disk" if exc.exit_code == EXIT_ERRORED else "make it writable"
+        raise StorageError(f"{exc.problem}; run {run_id} stopped; {fix}, then continue it with "
+                           f"`taskfactory run --resume --data {settings.data}`",
+                           exc.exit_code) from None
     except (PlanningError, UserCodeError) as exc:
         raise UsageError(f"planning failed: {exc}; fix the ecosystem") from None
     except ServerError as exc:

@@ -38,21 +38,22 @@ class OutsideError(DatasetError):
 
 
 class StorageError(DatasetError):
-    """A write the disk refused (full, read-only, not permitted)."""
+    """A write the disk refused (full, read-only, not permitted); ``problem`` says which
+    write, without the fix."""
 
-    def __init__(self, message: str, code: int = 2) -> None:
+    def __init__(self, message: str, code: int = 2, problem: str = "") -> None:
         super().__init__(message)
         self.exit_code = code
+        self.problem = problem or message
 
     @classmethod
     def of(cls, exc: OSError, path: object) -> StorageError:
         """The one-line error of a failed write to ``path``."""
-        reason = exc.strerror or str(exc)
+        problem = f"cannot write {path}: {exc.strerror or exc}"
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            return cls(f"cannot write {path}: {reason}; free space on its disk and run the "
-                       "command again", EX_TEMPFAIL)
-        return cls(f"cannot write {path}: {reason}; make the folder writable or choose "
-                   "another one")
+            return cls(f"{problem}; free space on its disk and run the command again",
+                       EX_TEMPFAIL, problem)
+        return cls(f"{problem}; make the folder writable or choose another one", 2, problem)
 
 
 def one_line(text: str) -> str:

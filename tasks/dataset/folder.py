@@ -22,6 +22,10 @@ from tasks.dataset.manifest import MANIFEST, MARKER, load_manifest
 from tasks.dataset.paths import kind
 
 LOCK = ".lock"
+RESERVE = ".space-reserve"
+"""Room a running run sets aside to record its failure on a full disk
+(:mod:`tasks.dataset.run_writer`); a killed run leaves it, the next one replaces it and
+``vacuum`` deletes it."""
 
 
 def _mode(path: Path) -> int | None:

@@ -169,7 +169,8 @@ def odd_entries(folder: Path) -> Iterator[tuple[str, str]]:
     with os.scandir(folder) as entries:
         for entry in sorted(entries, key=lambda e: e.name):
             if not is_name(entry.name):
-                yield ascii(entry.name)[1:-1], "a name that is not valid UTF-8"
+                yield (os.fsencode(entry.name).decode("ascii", "backslashreplace"),
+                       "a name that is not valid UTF-8")
                 continue
             mode = entry.stat(follow_symlinks=False).st_mode
             if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):

@@ -3,9 +3,10 @@
 What it may delete, when last modified longer ago than the retention window: shard files
 the manifest does not list (a killed writer's commit; recorded ``abandoned`` or not),
 temp files of atomic writes (``.<name>.tmp`` in the folder, the table folders and
-``plots/``) and write probes, and — only when asked — quarantine folders.  Only regular
-files and real folders are deleted, through :mod:`tasks.dataset.paths`: a link (a
-``_quarantine`` or table folder pointing elsewhere) is neither followed nor deleted.
+``plots/``), write probes and the room an interrupted run set aside, and — only when
+asked — quarantine folders.  Only regular files and real folders are deleted, through
+:mod:`tasks.dataset.paths`: a link (a ``_quarantine`` or table folder pointing
+elsewhere) is neither followed nor deleted.
 :func:`vacuum` opens the dataset for writing first, so a folder whose manifest cannot
 account for its shards (missing or older) or with corrupt shards is refused before
 anything is deleted: there, unlisted shards may be the only copy of committed data.
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tasks.dataset.commits import quarantine_folders, shard_files
+from tasks.dataset.folder import RESERVE
 from tasks.dataset.lock import open_for_writing
 from tasks.dataset.manifest import Manifest, save_manifest
 from tasks.dataset.paths import folder_if_real, regular_files, remove, size
@@ -60,6 +62,8 @@ def _found(data_dir: Path, manifest: Manifest, quarantine: bool) -> list[tuple[s
                   if n.startswith(".") and n.endswith(".tmp")]
         if not rel:
             found += [(n, "write probe") for n in names if n.startswith(".write-test-")]
+            found += [(n, "space set aside by an interrupted run") for n in names
+                      if n == RESERVE]
     if quarantine:
         found += [(rel, "quarantine") for rel in quarantine_folders(data_dir)]
     return found
