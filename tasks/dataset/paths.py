@@ -92,10 +92,6 @@ def kind(mode: int) -> str:
     return "device"
 
 
-def _not_followed(path: Path, mode: int) -> str:
-    return f"{path} is a {kind(mode)} (never followed)"
-
-
 def real_folder(base: Path, rel: str, create: bool = False) -> Path | None:
     """``base / rel`` when every folder on the way is a real folder; None when one is
     missing (created, each checked, when ``create``).  OutsideError naming the first
@@ -112,8 +108,8 @@ def real_folder(base: Path, rel: str, create: bool = False) -> Path | None:
                 path.mkdir()
             mode = path.lstat().st_mode
         if not stat.S_ISDIR(mode):
-            raise OutsideError(f"{_not_followed(path, mode)}, where a folder belongs; "
-                               "remove it")
+            raise OutsideError(f"{path} is a {kind(mode)}, never followed, where a folder "
+                               "belongs; remove it")
     return path
 
 
@@ -124,32 +120,41 @@ def folder_if_real(base: Path, rel: str) -> Path | None:
     return None
 
 
+def inside(base: Path, rel: str) -> bool:
+    """Whether ``base / rel`` exists (as anything, a link too) in real folders below
+    ``base``: what can be moved or deleted there without leaving it."""
+    parent = rel.rpartition("/")[0]
+    folder = folder_if_real(base, parent) if parent else base
+    return folder is not None and os.path.lexists(base / rel)
+
+
 def open_file(base: Path, rel: str) -> BufferedReader:
     """The regular file ``base / rel`` opened for reading, never through a link.
 
-    FileNotFoundError when it is missing, :class:`NotAFile` when it or a folder on the
-    way is a link or special file, OSError otherwise."""
+    FileNotFoundError when it is missing, :class:`NotAFile` (its message: which entry is
+    what) when it or a folder on the way is a link or special file, OSError otherwise."""
     parts = check_relative(rel).split("/")
     fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        for part in parts[:-1]:
+        for i, part in enumerate(parts[:-1]):
             mode = os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode
             if not stat.S_ISDIR(mode):
-                raise NotAFile(errno.ELOOP, _not_followed(base / part, mode))
+                on_the_way = "/".join(parts[:i + 1])
+                raise NotAFile(errno.ELOOP, f"{on_the_way} is a {kind(mode)}, never followed")
             inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
                             dir_fd=fd)
             os.close(fd)
             fd = inner
         mode = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False).st_mode
         if not stat.S_ISREG(mode):
-            raise NotAFile(errno.ELOOP, _not_followed(base / rel, mode))
+            raise NotAFile(errno.ELOOP, f"a {kind(mode)}, never followed")
         file = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
                        dir_fd=fd)
     finally:
         os.close(fd)
     if not stat.S_ISREG(os.fstat(file).st_mode):
         os.close(file)
-        raise NotAFile(errno.ELOOP, f"{base / rel} changed into a special file (not read)")
+        raise NotAFile(errno.ELOOP, "changed into a special file while opened, not read")
     os.set_blocking(file, True)
     return open(file, "rb", closefd=True)  # noqa: SIM115 (the caller closes it)
 

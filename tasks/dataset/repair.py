@@ -51,7 +51,7 @@ from tasks.dataset.manifest import (
     load_manifest,
     save_manifest,
 )
-from tasks.dataset.paths import move, open_file
+from tasks.dataset.paths import inside, move, open_file
 
 
 @dataclass
@@ -138,7 +138,7 @@ def plan_repair(data_dir: Path) -> RepairPlan:
                    "remove it" for path, what in odd_files(data_dir)]
     new = plan.manifest
     new.runs = {k: v.model_copy() for k, v in base.runs.items()}
-    new.abandoned = [p for p in base.abandoned if os.path.lexists(data_dir / p)]
+    new.abandoned = [p for p in base.abandoned if inside(data_dir, p)]
     lost: dict[str, set[str]] = defaultdict(set)
     bad = problems(data_dir, base.shards)
     commits = {c.number: c for c in base.commits}
@@ -151,7 +151,7 @@ def plan_repair(data_dir: Path) -> RepairPlan:
         for e in group:
             if e.path in bad:
                 plan.notes.append(f"corrupt shard {e.path} ({bad[e.path]})")
-            if os.path.lexists(data_dir / e.path):
+            if inside(data_dir, e.path):  # a link is moved as a link; none is followed
                 plan.quarantine.append(e.path)
         if candidates is None:
             plan.notes.append(f"the commit of {group[0].path} names no candidates (written "

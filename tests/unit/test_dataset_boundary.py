@@ -52,17 +52,55 @@ def task_dataset(tmp_path_factory) -> Path:
     return data
 
 
-def test_export_never_leaves_out_for_a_crafted_task_id(task_dataset, tmp_path, guard):
+@pytest.mark.parametrize("column,values", [
+    ("task_id", ["/", "/../../guard/victimdir"]),  # the first makes out/files-, the second
+    ("task_id", ["..", "a/b"]),                     # reached the guard through it
+    ("task_id", ["x\n", "\x00"]),
+    ("ecosystem", ["../guard", "files/../../guard"]),
+])
+def test_export_never_leaves_out_for_a_crafted_row(task_dataset, tmp_path, guard, column,
+                                                   values):
     data = tmp_path / "data"
     shutil.copytree(task_dataset, data)
     (tmp_path / "out").mkdir()
     rewrite_shard(data, "tasks", lambda rows: set_column(
-        rows.take([0, 0]), "task_id", ["/", "/../../guard/victimdir"]))
+        rows.take([0] * len(values)), column, values))
     guard.settle()
     code, _, err = cli("export", "harbor", "--data", data, "--out", tmp_path / "out")
     assert guard.changes() == {}
-    assert code == 2 and "task id" in one_line(err)
+    assert code == 2 and ("task id" in one_line(err) or "ecosystem" in one_line(err))
     assert list((tmp_path / "out").iterdir()) == []
+
+
+@pytest.mark.parametrize("there", ["folder", "link", "file"])
+def test_export_never_replaces_what_it_did_not_write(task_dataset, tmp_path, guard, there):
+    out = tmp_path / "out"
+    assert cli("export", "harbor", "--data", task_dataset, "--out", out)[0] == 0
+    (folder,) = out.iterdir()
+    shutil.rmtree(folder)
+    if there == "folder":
+        folder.mkdir()
+        (folder / "notes.txt").write_text("the user's")
+    elif there == "link":
+        folder.symlink_to(guard.root / "victimdir")
+    else:
+        folder.write_text("the user's")
+    guard.settle()
+    before = sorted(os.listdir(out))
+    code, _, err = cli("export", "harbor", "--data", task_dataset, "--out", out)
+    assert code == 2 and "is not a task folder taskfactory exported" in one_line(err)
+    assert guard.changes() == {} and sorted(os.listdir(out)) == before
+    assert there != "folder" or (folder / "notes.txt").read_text() == "the user's"
+
+
+def test_export_replaces_its_own_folder(task_dataset, tmp_path):
+    out = tmp_path / "out"
+    assert cli("export", "harbor", "--data", task_dataset, "--out", out)[0] == 0
+    (folder,) = out.iterdir()
+    (folder / "instruction.md").write_text("edited")
+    assert cli("export", "harbor", "--data", task_dataset, "--out", out)[0] == 0
+    assert [p.name for p in out.iterdir()] == [folder.name]  # no temp folder left
+    assert (folder / "instruction.md").read_text() != "edited"
 
 
 def test_repair_and_vacuum_never_move_or_delete_a_file_a_manifest_path_names(data, guard):
