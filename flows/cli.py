@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import faulthandler
+import functools
 import os
 import signal
 import sys
@@ -261,6 +262,7 @@ def _check_runner(args: argparse.Namespace) -> None:
 
 
 def cmd_export_sft(args: argparse.Namespace) -> int:
+    from tasks.dataset.dataset import readable
     from tasks.sft import ExportError
     from tasks.sft.export import Options, export_sft
 
@@ -268,7 +270,8 @@ def cmd_export_sft(args: argparse.Namespace) -> int:
                       args.reasoning_key, args.template_family, args.tokenizer, args.source,
                       args.where)
     try:
-        n = export_sft(args.data, args.out, options)
+        with readable(args.data, keep=(ExportError,)):
+            n = export_sft(args.data, args.out, options)
     except ExportError as exc:
         raise UsageError(str(exc)) from None
     shape = f"{args.format} tokenized" if args.tokenizer else args.format
@@ -382,7 +385,9 @@ def _dataset_parsers(sub: argparse._SubParsersAction) -> None:
     card.set_defaults(func=cmd_card)
 
 
+@functools.cache
 def build_parser() -> argparse.ArgumentParser:
+    """The parser (built once per process: parsing leaves it unchanged)."""
     parser = _Parser(prog="taskfactory", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="generate tasks in a one-off flow run")

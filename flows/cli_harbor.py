@@ -78,14 +78,16 @@ def _bad_input() -> Iterator[None]:
 
 
 def export_harbor(args: argparse.Namespace) -> int:
+    from tasks.dataset.dataset import readable
     from tasks.dataset.paths import check_writable, writing
+    from tasks.harbor import HarborError
     from tasks.harbor.export import ExportOptions, check_target, render_folder, write_folder
     from tasks.harbor.source import selected_tasks
 
     if args.memory_mb < 256:
         raise UsageError(f"--memory-mb: at least 256, got {args.memory_mb}")
     options = ExportOptions(network=args.network, memory_mb=args.memory_mb)
-    with _bad_input():
+    with _bad_input(), readable(args.data, keep=(HarborError,)):
         tasks = selected_tasks(args.data, args.where, args.ecosystem_dir)
         names = [task.folder_name for task in tasks]  # each a plain name, or one line
         rendered = [(task, render_folder(task, options)) for task in tasks]

@@ -76,13 +76,22 @@ def cmd_repair(args: argparse.Namespace) -> int:
 
 def _rerun(dataset: Dataset, run_id: str, ids: list[str]) -> None:
     """Run ``ids`` of the complete run ``run_id`` again with its recorded settings."""
+    from pydantic import ValidationError
+
     from environments.docker.config import docker_available
     from flows.api_server import quiet_prefect
     from flows.settings import RunSettings
 
     data = dataset.path
-    settings = RunSettings.model_validate({**dataset.manifest().runs[run_id].settings,
-                                           "data": data})
+    try:
+        settings = RunSettings.model_validate({**dataset.manifest().runs[run_id].settings,
+                                               "data": data})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise UsageError(f"run {run_id} has candidates to re-run but its recorded settings are "
+                         f"not valid ({'.'.join(map(str, first['loc']))}: {first['msg']}); the "
+                         f"manifest was damaged: restore {data}/_manifest.json from a backup"
+                         ) from None
     if settings.backend == "docker" and not docker_available():
         raise UsageError(f"run {run_id} ran on the docker backend and no Docker daemon "
                          "answers; start one (make engine) and repair again")

@@ -51,11 +51,13 @@ def add_preference_parser(targets: argparse._SubParsersAction) -> None:
 
 
 def cmd_export_preference(args: argparse.Namespace) -> int:
+    from tasks.dataset.dataset import readable
     from tasks.sft import ExportError
     from tasks.sft.preference import export_preference
 
     try:
-        n = export_preference(args.data, args.out, args.action_space, args.where)
+        with readable(args.data, keep=(ExportError,)):
+            n = export_preference(args.data, args.out, args.action_space, args.where)
     except ExportError as exc:
         raise UsageError(str(exc)) from None
     print(f"wrote {n} preference pairs to {args.out}")

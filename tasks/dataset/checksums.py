@@ -1,4 +1,6 @@
-"""Shard integrity: every listed shard's size and sha256, checked before it is read.
+"""Shard integrity: every listed shard's size and sha256, checked before it is read, and
+that it is a Parquet file with no column its table lacks (a shard of another table, or
+one crafted with a matching sha256, is left out like a corrupt one).
 
 Every reader (``query``, ``stats``, ``card``, the exports, ``check-harbor``, the factory)
 and every writer goes through :func:`problems`, so no byte a manifest does not vouch for is
@@ -14,6 +16,7 @@ the CLI can end with its own exit code instead of 0.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import threading
@@ -22,6 +25,12 @@ from concurrent.futures import ThreadPoolExecutor
 from io import BufferedReader
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from schemas.arrow import arrow_schema
+from schemas.records import TABLES
+from tasks.dataset.errors import first_line
 from tasks.dataset.manifest import REPAIR_HINT, DatasetError, Manifest, ShardEntry
 from tasks.dataset.paths import NotAFile, open_file
 
@@ -64,13 +73,31 @@ def _check(data_dir: Path, entry: ShardEntry) -> tuple[tuple | None, str | None]
                 if key in _verdicts:
                     return key, _verdicts[key]
             ok = _digest(f, st.st_size if entry.bytes is None else entry.bytes) == entry.sha256
+            problem = _table_problem(f, entry.table) if ok else "sha256 differs from the manifest"
     except FileNotFoundError:
         return None, "missing"
     except NotAFile as exc:
         return None, str(exc.strerror)
     except OSError as exc:
         return None, f"unreadable ({exc.strerror or exc})"
-    return key, None if ok else "sha256 differs from the manifest"
+    return key, problem
+
+
+def _table_problem(f: BufferedReader, table: str) -> str | None:
+    """Why the Parquet file ``f`` cannot be a shard of ``table`` (not Parquet, or columns
+    the table does not have), or None.  Older schema versions have fewer columns."""
+    f.seek(0)
+    try:
+        names = pq.read_schema(f).names
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        return f"not a Parquet file ({first_line(exc, 120)})"
+    extra = sorted(set(names) - _columns(table))
+    return f"columns {', '.join(extra[:3])} that table {table} does not have" if extra else None
+
+
+@functools.cache
+def _columns(table: str) -> frozenset[str]:
+    return frozenset(arrow_schema(TABLES[table]).names)
 
 
 def problems(data_dir: Path, entries: Iterable[ShardEntry]) -> dict[str, str]:

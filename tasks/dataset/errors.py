@@ -59,3 +59,9 @@ class StorageError(DatasetError):
 def one_line(text: str) -> str:
     """``text`` with control characters (newlines too) shown as spaces."""
     return re.sub(r"[\x00-\x1f\x7f]", " ", text)
+
+
+def first_line(exc: BaseException, limit: int = 200) -> str:
+    """The first line of ``exc``'s message (its type when it has none), on one line."""
+    lines = str(exc).splitlines()
+    return one_line(lines[0] if lines else type(exc).__name__)[:limit]

@@ -38,7 +38,7 @@ from pydantic import (
 from pydantic_core import from_json
 
 from schemas.records import SCHEMA_VERSION, TABLES
-from tasks.dataset.errors import DatasetError, UnreadableManifest, one_line
+from tasks.dataset.errors import DatasetError, UnreadableManifest, first_line, one_line
 from tasks.dataset.paths import atomic_write, check_name, check_relative, create, open_file
 
 __all__ = ["DatasetError", "Manifest", "UnreadableManifest", "atomic_write", "load_manifest",
@@ -183,7 +183,7 @@ def _reason(exc: Exception) -> str:
     elif isinstance(exc, KeyError):
         text = f"no {exc.args[0]!r}"
     else:
-        text = (str(exc).splitlines() or [type(exc).__name__])[0]
+        return first_line(exc)
     return one_line(text)[:200]
 
 

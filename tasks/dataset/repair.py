@@ -68,7 +68,7 @@ class RepairPlan:
     notes: list[str] = field(default_factory=list)
 
     fixed: bool = False
-    """Entries listed twice were dropped."""
+    """Entries listed twice, or pending for an unknown run, were dropped."""
 
     @property
     def changes(self) -> bool:
@@ -179,6 +179,11 @@ def plan_repair(data_dir: Path) -> RepairPlan:
         elif missing:
             plan.unfinished[run_id] = len(missing)
     for run_id, ids in base.pending.items():  # a repair that was interrupted
+        if run_id not in new.runs:
+            plan.notes.append(f"candidates pending for run {run_id}, which the manifest does "
+                              "not have: dropped")
+            plan.fixed = True
+            continue
         new.pending[run_id] = sorted(set(new.pending.get(run_id, [])) | set(ids))
     return plan
 

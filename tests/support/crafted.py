@@ -80,6 +80,12 @@ class Guard:
         return {rel: (*v[:3], (self.root / rel).lstat().st_atime_ns if v[3] is None else v[3],
                       v[4]) for rel, v in found.items()}
 
+    @staticmethod
+    def digest(folder: Path) -> dict[str, str]:
+        """sha256 of every regular file below ``folder``, by relative path."""
+        return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()}
+
     def settle(self) -> None:
         """Take the guard's state as it is now (after a test added to it) as :attr:`before`."""
         self.state()  # arms what was added
