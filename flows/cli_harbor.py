@@ -79,7 +79,7 @@ def _bad_input() -> Iterator[None]:
 
 def export_harbor(args: argparse.Namespace) -> int:
     from tasks.dataset.dataset import readable
-    from tasks.dataset.paths import check_writable, writing
+    from tasks.dataset.paths import check_writable
     from tasks.harbor import HarborError
     from tasks.harbor.export import ExportOptions, check_target, render_folder, write_folder
     from tasks.harbor.source import selected_tasks
@@ -94,8 +94,6 @@ def export_harbor(args: argparse.Namespace) -> int:
         for name in names:  # before any is written: all of them, or none
             check_target(args.out, name)
     check_writable(args.out, "to --out")  # StorageError: one line, nothing created
-    with writing(args.out):
-        args.out.mkdir(parents=True, exist_ok=True)
     with _bad_input():
         written = [(task, write_folder(args.out, name, files))
                    for (task, files), name in zip(rendered, names, strict=True)]

@@ -41,7 +41,7 @@ from typing import Literal
 
 from environments.docker.config import DockerConfig
 from tasks.cases import Case, reconstruct_verifier_timeout
-from tasks.dataset.paths import check_name, check_relative
+from tasks.dataset.paths import check_name, check_relative, writing
 from tasks.examples import example_files, hidden_leaks
 from tasks.harbor import HarborError
 from tasks.harbor.environment import EXEC_MODE, FILE_MODE, Files, environment_files
@@ -209,18 +209,21 @@ def check_target(out: Path, name: str) -> Path:
 
 
 def write_folder(out: Path, name: str, files: Files) -> Path:
-    """Write one task folder under a fresh hidden temporary name in ``out``, then rename it
-    to ``name``.  Nothing is written outside ``out``: ``name`` must be a plain name and
-    every file path relative (HarborError otherwise).  An existing ``out / name`` is
-    replaced only when it is a folder an export wrote, its ``task.toml`` naming the task
-    (:func:`tasks.harbor.source.exported_task_id`); anything else there is HarborError,
-    untouched.  Modes are set explicitly: the image build copies them."""
+    """Write one task folder under a fresh hidden temporary name in ``out`` (created if
+    missing), then rename it to ``name``.  Nothing is written outside ``out``: ``name``
+    must be a plain name and every file path relative (HarborError otherwise).  An
+    existing ``out / name`` is replaced only when it is a folder an export wrote, its
+    ``task.toml`` naming the task (:func:`tasks.harbor.source.exported_task_id`);
+    anything else there is HarborError, untouched.  Modes are set explicitly: the image
+    build copies them."""
     try:
         for rel in files:
             check_relative(rel, "task file")
     except ValueError as exc:
         raise HarborError(f"{exc}; this task cannot be exported") from None
     final = check_target(out, name)
+    with writing(out):
+        out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out, prefix=f".{name}.tmp-"))
     try:
         for rel, (data, mode) in files.items():
