@@ -385,9 +385,8 @@ def _dataset_parsers(sub: argparse._SubParsersAction) -> None:
     card.set_defaults(func=cmd_card)
 
 
-@functools.cache
+@functools.cache  # built once per process: parsing leaves it unchanged
 def build_parser() -> argparse.ArgumentParser:
-    """The parser (built once per process: parsing leaves it unchanged)."""
     parser = _Parser(prog="taskfactory", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="generate tasks in a one-off flow run")

@@ -1,9 +1,12 @@
 """The writer lock of a dataset folder, and opening a folder for writing.
 
 One writer at a time: :func:`dataset_lock` takes an exclusive POSIX record lock on
-``<data>/.lock``.  The kernel releases it when the process dies, even by SIGKILL, and,
-unlike ``flock``, a forked child does not share it: a sandbox child caught between fork
-and exec when its parent is killed cannot keep the dataset locked.  POSIX locks do not
+``<data>/.lock`` — only in a dataset, an empty or a new folder
+(:func:`tasks.dataset.folder.check_dataset`, before anything is created), and only
+through a regular file (a link, folder or FIFO named ``.lock`` is one line).  The kernel
+releases it when the process dies, even by SIGKILL, and, unlike ``flock``, a forked child
+does not share it: a sandbox child caught between fork and exec when its parent is killed
+cannot keep the dataset locked.  POSIX locks do not
 exclude the owning process itself, so an in-process registry does that; a holder may
 *lend* the lock once, to one nested :func:`open_for_writing` in the same process (the CLI
 takes the lock before Prefect starts and the flow it runs re-enters it).

@@ -19,6 +19,14 @@ only command that deletes).  A folder whose unlisted shards are more than that o
 (no manifest, or an older one) or whose listed shards are corrupt is refused by every
 writer, naming ``taskfactory repair`` (:mod:`tasks.dataset.lock` makes those checks and
 holds the one-writer lock).
+
+**What is read as a manifest.**  Formats 1 to :data:`FORMAT`, parsed with bounded nesting
+and UTF-8 only; a newer format or schema version is refused and never rewritten.  An
+unknown field, a field of the wrong type or size, a shard path that is not
+``<table>/<file>`` of a known table or a run id that is not a plain name
+(:mod:`tasks.dataset.paths`) make it :class:`UnreadableManifest`: ``taskfactory repair``
+quarantines it and rebuilds it from the shards.  Each save writes the marker
+``_taskfactory`` beside it if it is missing (:mod:`tasks.dataset.folder`).
 """
 
 from __future__ import annotations
