@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tasks.dataset.checksums import HASH_THREADS, sha256_file  # noqa: E402
+from tasks.dataset.checksums import HASH_THREADS, sha256_of  # noqa: E402
 from tasks.dataset.manifest import Manifest, load_manifest, save_manifest  # noqa: E402
 
 
@@ -47,7 +47,7 @@ def _scaled(data: Path, n: int, into: Path) -> Path:
 def _hash_all(paths: list[Path], threads: int) -> float:
     t0 = time.perf_counter()
     with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(sha256_file, paths))
+        list(pool.map(lambda p: sha256_of(p.parent, p.name), paths))
     return time.perf_counter() - t0
 
 

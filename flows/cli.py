@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import faulthandler
+import functools
 import os
 import signal
 import sys
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flows.cli_data import cmd_card, cmd_query, cmd_stats, hold_for_run, resume_settings
-from flows.usage import UsageError
+from flows.usage import UsageError, path_argument
 
 if TYPE_CHECKING:
     from flows.summary import RunSummary
@@ -82,7 +83,7 @@ def _ecosystem_refs(args: argparse.Namespace) -> list[str]:
 def _settings(args: argparse.Namespace):
     from flows.settings import RunSettings
     from tasks.dataset import Dataset
-    from tasks.dataset.writer import check_writable
+    from tasks.dataset.paths import check_writable
 
     refs = _ecosystem_refs(args)
     ecos = [_ecosystem(ref) for ref in refs]
@@ -95,11 +96,7 @@ def _settings(args: argparse.Namespace):
             print(f"warning: ecosystem {eco.name} declares no discovery: its trajectories "
                   "inspect nothing before they act (add `discovery:` to its ecosystem.yaml, "
                   "see docs/ecosystem-reference.md)", file=sys.stderr)
-    try:
-        check_writable(args.data)
-    except OSError as exc:
-        raise UsageError(f"cannot write the dataset to --data {args.data}: "
-                         f"{exc.strerror or exc}; choose a writable folder") from None
+    check_writable(args.data, "the dataset to --data")  # StorageError: one line, nothing created
     Dataset(args.data).manifest()  # a newer or unreadable dataset: one line, exit 2
     max_repairs = 2 if args.max_repairs is None else args.max_repairs
     return RunSettings(tasks=args.tasks or 20, seed=args.seed or 0, data=args.data,
@@ -144,9 +141,11 @@ def _off_scenario(args: argparse.Namespace) -> float:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from tasks.dataset import Dataset
+    from tasks.dataset.folder import check_dataset
     from tasks.dataset.lock import LOCK
 
     _check_runner(args)
+    check_dataset(args.data, missing_ok=True)  # a folder the factory did not make: refused
     with contextlib.ExitStack() as hold:
         if (args.data / LOCK).is_file():  # an existing dataset: lock it before anything else
             hold.enter_context(Dataset(args.data).lock(lend=True))
@@ -158,7 +157,7 @@ def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
          hold: contextlib.ExitStack) -> int:
     """The run, once its input is checked; ``hold`` keeps the dataset lock until it ends."""
     from environments.docker.config import docker_available
-    from tasks.dataset import DatasetError
+    from tasks.dataset.errors import StorageError
 
     backend = settings.backend
     if backend != "local" and not docker_available():
@@ -202,8 +201,11 @@ def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
         print(f"interrupted: run {run_id} stopped, {removed} sandboxes removed; continue it "
               f"with `taskfactory run --resume --data {settings.data}`", file=sys.stderr)
         return 130
-    except DatasetError as exc:
-        raise UsageError(str(exc)) from None
+    except StorageError as exc:  # the disk refused a write: the run is marked failed
+        fix = "free space on its disk" if exc.exit_code == EXIT_ERRORED else "make it writable"
+        raise StorageError(f"{exc.problem}; run {run_id} stopped; {fix}, then continue it with "
+                           f"`taskfactory run --resume --data {settings.data}`",
+                           exc.exit_code) from None
     except (PlanningError, UserCodeError) as exc:
         raise UsageError(f"planning failed: {exc}; fix the ecosystem") from None
     except ServerError as exc:
@@ -260,6 +262,7 @@ def _check_runner(args: argparse.Namespace) -> None:
 
 
 def cmd_export_sft(args: argparse.Namespace) -> int:
+    from tasks.dataset.dataset import readable
     from tasks.sft import ExportError
     from tasks.sft.export import Options, export_sft
 
@@ -267,7 +270,8 @@ def cmd_export_sft(args: argparse.Namespace) -> int:
                       args.reasoning_key, args.template_family, args.tokenizer, args.source,
                       args.where)
     try:
-        n = export_sft(args.data, args.out, options)
+        with readable(args.data, keep=(ExportError,)):
+            n = export_sft(args.data, args.out, options)
     except ExportError as exc:
         raise UsageError(str(exc)) from None
     shape = f"{args.format} tokenized" if args.tokenizer else args.format
@@ -295,7 +299,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from flows.api_server import quiet_prefect
+    from tasks.dataset.folder import check_dataset
 
+    check_dataset(args.data, missing_ok=True)
     settings = _settings(args)
     quiet_prefect()
     from prefect.types.entrypoint import EntrypointType
@@ -324,7 +330,7 @@ def _plan_parser(sub: argparse._SubParsersAction) -> None:
 def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tasks", type=_positive, help="candidates to plan and run (default 20)")
     p.add_argument("--seed", type=int, help="run seed (default 0)")
-    p.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
+    p.add_argument("--data", type=path_argument, default=Path("data"), help="dataset folder")
     p.add_argument("--backend", choices=["auto", "docker", "local"],
                    help="default auto: docker when a daemon answers, else local")
     p.add_argument("--ecosystem", action="append", metavar="NAME|DIR",
@@ -362,7 +368,7 @@ def _dataset_parsers(sub: argparse._SubParsersAction) -> None:
     """``query``, ``stats`` and ``card``: the commands that read a dataset."""
     query = sub.add_parser("query", help="SQL over the dataset (DuckDB)")
     query.add_argument("sql")
-    query.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
+    query.add_argument("--data", type=path_argument, default=Path("data"), help="dataset folder")
     query.add_argument("--verify", action="store_true",
                        help="accepted for old scripts; does nothing: every shard's sha256 is "
                             "always checked")
@@ -370,15 +376,16 @@ def _dataset_parsers(sub: argparse._SubParsersAction) -> None:
     query.set_defaults(func=cmd_query)
     stats = sub.add_parser("stats", help="yield, rejections, repairs, distributions and "
                                          "instruction diversity")
-    stats.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
+    stats.add_argument("--data", type=path_argument, default=Path("data"), help="dataset folder")
     stats.add_argument("--format", choices=["text", "json"], default="text",
                        help="json: the instruction-diversity figures as JSON")
     stats.set_defaults(func=cmd_stats)
     card = sub.add_parser("card", help="rewrite the dataset card (README.md + plots)")
-    card.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
+    card.add_argument("--data", type=path_argument, default=Path("data"), help="dataset folder")
     card.set_defaults(func=cmd_card)
 
 
+@functools.cache  # built once per process: parsing leaves it unchanged
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="taskfactory", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -420,8 +427,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="rollouts: the successful, grounded attempts of `taskfactory solve`")
     sft.add_argument("--where", help="condition on tasks and difficulty, e.g. "
                                      "\"pass_at_k < 0.75\"")
-    sft.add_argument("--out", type=Path, required=True, help="JSONL file to write")
-    sft.add_argument("--data", type=Path, default=Path("data"))
+    sft.add_argument("--out", type=path_argument, required=True, help="JSONL file to write")
+    sft.add_argument("--data", type=path_argument, default=Path("data"))
     sft.set_defaults(func=cmd_export_sft)
     from flows.cli_harbor import add_check_parser, add_export_parser
     from flows.cli_repair import add_repair_parsers
@@ -452,9 +459,12 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         code = args.func(args)
         return EXIT_CORRUPT if code == 0 and take_excluded() else code
-    except (UsageError, DatasetError) as exc:
+    except UsageError as exc:
         print(f"taskfactory: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except DatasetError as exc:  # 2, or 75 for a full disk
+        print(f"taskfactory: error: {exc}", file=sys.stderr)
+        return exc.exit_code
     except BrokenPipeError:  # the reader went away (e.g. `| head`): not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

@@ -22,7 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flows.usage import UsageError
+from flows.usage import UsageError, path_argument
 
 if TYPE_CHECKING:
     from tasks.harbor.check import FolderReport
@@ -34,7 +34,8 @@ HARBOR_HINT = "harbor run -p {out} -a oracle (Harbor's docker environment needs 
 def add_export_parser(targets: argparse._SubParsersAction) -> None:
     """``export harbor`` and its options."""
     p = targets.add_parser("harbor", help="one Harbor task folder per accepted task")
-    p.add_argument("--out", type=Path, required=True, help="folder to write the tasks into")
+    p.add_argument("--out", type=path_argument, required=True,
+                   help="folder to write the tasks into")
     _task_source_options(p)
     p.add_argument("--where", metavar="SQL", help="DuckDB condition on the tasks table and "
                    "the difficulty view, e.g. \"pass_at_k < 0.75\"")
@@ -60,7 +61,7 @@ def add_check_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _task_source_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
+    p.add_argument("--data", type=path_argument, default=Path("data"), help="dataset folder")
     p.add_argument("--ecosystem-dir", type=Path, action="append", default=[], metavar="DIR",
                    help="folder of a user ecosystem the tasks were made with (repeatable)")
 
@@ -77,23 +78,25 @@ def _bad_input() -> Iterator[None]:
 
 
 def export_harbor(args: argparse.Namespace) -> int:
-    from tasks.dataset.writer import check_writable
-    from tasks.harbor.export import ExportOptions, render_folder, write_folder
+    from tasks.dataset.dataset import readable
+    from tasks.dataset.paths import check_writable
+    from tasks.harbor import HarborError
+    from tasks.harbor.export import ExportOptions, check_target, render_folder, write_folder
     from tasks.harbor.source import selected_tasks
 
     if args.memory_mb < 256:
         raise UsageError(f"--memory-mb: at least 256, got {args.memory_mb}")
     options = ExportOptions(network=args.network, memory_mb=args.memory_mb)
-    with _bad_input():
+    with _bad_input(), readable(args.data, keep=(HarborError,)):
         tasks = selected_tasks(args.data, args.where, args.ecosystem_dir)
+        names = [task.folder_name for task in tasks]  # each a plain name, or one line
         rendered = [(task, render_folder(task, options)) for task in tasks]
-    try:
-        check_writable(args.out)
-    except OSError as exc:
-        raise UsageError(f"cannot write to --out {args.out}: {exc.strerror or exc}; "
-                         "choose a writable folder") from None
-    written = [(task, write_folder(args.out, task.folder_name, files))
-               for task, files in rendered]
+        for name in names:  # before any is written: all of them, or none
+            check_target(args.out, name)
+    check_writable(args.out, "to --out")  # StorageError: one line, nothing created
+    with _bad_input():
+        written = [(task, write_folder(args.out, name, files))
+                   for (task, files), name in zip(rendered, names, strict=True)]
     counts = Counter(task.row.ecosystem for task, _ in written)
     print(f"exported {len(written)} tasks to {args.out}/ ("
           + ", ".join(f"{name} {n}" for name, n in sorted(counts.items())) + ")")

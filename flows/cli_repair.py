@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flows.usage import UsageError
+from flows.usage import UsageError, path_argument
 
 if TYPE_CHECKING:
     from tasks.dataset import Dataset
@@ -27,11 +27,11 @@ if TYPE_CHECKING:
 def add_repair_parsers(sub: argparse._SubParsersAction) -> None:
     repair = sub.add_parser("repair", help="quarantine corrupt shards, rebuild a missing or "
                                            "older manifest, re-run the candidates lost")
-    repair.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
+    repair.add_argument("--data", type=path_argument, default=Path("data"), help="dataset folder")
     repair.set_defaults(func=cmd_repair)
     vacuum = sub.add_parser("vacuum", help="delete unreferenced shard and temp files older "
                                            "than a retention window")
-    vacuum.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
+    vacuum.add_argument("--data", type=path_argument, default=Path("data"), help="dataset folder")
     vacuum.add_argument("--older-than", required=True, metavar="DURATION",
                         help="retention window: 30m, 12h, 7d, 2w (0s: everything)")
     vacuum.add_argument("--dry-run", action="store_true", help="list, delete nothing")
@@ -76,13 +76,22 @@ def cmd_repair(args: argparse.Namespace) -> int:
 
 def _rerun(dataset: Dataset, run_id: str, ids: list[str]) -> None:
     """Run ``ids`` of the complete run ``run_id`` again with its recorded settings."""
+    from pydantic import ValidationError
+
     from environments.docker.config import docker_available
     from flows.api_server import quiet_prefect
     from flows.settings import RunSettings
 
     data = dataset.path
-    settings = RunSettings.model_validate({**dataset.manifest().runs[run_id].settings,
-                                           "data": data})
+    try:
+        settings = RunSettings.model_validate({**dataset.manifest().runs[run_id].settings,
+                                               "data": data})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise UsageError(f"run {run_id} has candidates to re-run but its recorded settings are "
+                         f"not valid ({'.'.join(map(str, first['loc']))}: {first['msg']}); the "
+                         f"manifest was damaged: restore {data}/_manifest.json from a backup"
+                         ) from None
     if settings.backend == "docker" and not docker_available():
         raise UsageError(f"run {run_id} ran on the docker backend and no Docker daemon "
                          "answers; start one (make engine) and repair again")

@@ -14,13 +14,13 @@ import signal
 import sys
 from pathlib import Path
 
-from flows.usage import UsageError
+from flows.usage import UsageError, path_argument
 
 
 def add_solve_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("solve", help="run k attempts of an agent per task on an "
                                      "OpenAI-compatible endpoint; write rollouts")
-    p.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
+    p.add_argument("--data", type=path_argument, default=Path("data"), help="dataset folder")
     p.add_argument("--where", help="SQL condition on tasks (e.g. \"ecosystem = 'sql'\")")
     p.add_argument("--k", type=int, default=4, help="attempts per task (default 4)")
     p.add_argument("--base-url", required=True, help="the endpoint, e.g. http://host:8000/v1")
@@ -45,17 +45,19 @@ def add_preference_parser(targets: argparse._SubParsersAction) -> None:
                                               "failed rollout of the same task")
     p.add_argument("--action-space", choices=["terminal", "function"], default="terminal")
     p.add_argument("--where", help="condition on tasks and difficulty")
-    p.add_argument("--out", type=Path, required=True, help="JSONL file to write")
-    p.add_argument("--data", type=Path, default=Path("data"))
+    p.add_argument("--out", type=path_argument, required=True, help="JSONL file to write")
+    p.add_argument("--data", type=path_argument, default=Path("data"))
     p.set_defaults(func=cmd_export_preference)
 
 
 def cmd_export_preference(args: argparse.Namespace) -> int:
+    from tasks.dataset.dataset import readable
     from tasks.sft import ExportError
     from tasks.sft.preference import export_preference
 
     try:
-        n = export_preference(args.data, args.out, args.action_space, args.where)
+        with readable(args.data, keep=(ExportError,)):
+            n = export_preference(args.data, args.out, args.action_space, args.where)
     except ExportError as exc:
         raise UsageError(str(exc)) from None
     print(f"wrote {n} preference pairs to {args.out}")

@@ -20,6 +20,7 @@ process from a pickled copy of :func:`factory`, which carries the globals its co
 but not those its annotations name, and Prefect validates the parameters against them.
 """
 
+import errno
 import hashlib
 import itertools
 import logging
@@ -52,8 +53,9 @@ from flows.settings import RunSettings
 from flows.summary import RunSummary, summarize
 from schemas.graph import Candidate
 from schemas.records import InstructionStyle
-from tasks.dataset import Dataset
+from tasks.dataset import Dataset, DatasetError
 from tasks.dataset.dedup import DedupIndex
+from tasks.dataset.paths import real_folder
 from tasks.dataset.provenance import RunIdentity, config_hash, llm_identity, new_run_id
 from tasks.dataset.run_writer import RunWriter
 from tasks.dataset.runs import RunTally
@@ -244,12 +246,27 @@ def _consume(run: RunWriter, todo: PlannedCandidates, planned: int, settings: Ru
 
 
 def _result_storage(data: Path) -> LocalFileSystem:
-    """A saved storage block (Prefect requires one) for results under ``data/.results``."""
-    folder = (data / RESULTS).resolve()
+    """A saved storage block (Prefect requires one) for results under ``data/.results``
+    (a real folder: OutsideError when a link or file is there)."""
+    folder = real_folder(data, RESULTS, create=True)
+    assert folder is not None
+    folder = folder.resolve()
     name = "taskfactory-results-" + hashlib.sha256(str(folder).encode()).hexdigest()[:12]
     block = LocalFileSystem(basepath=str(folder))
     block.save(name, overwrite=True)
     return block
+
+
+class ReportedByTheCommand(logging.Filter):
+    """Keeps Prefect's console from printing, with their tracebacks, the failures the
+    command reports itself in one line: a dataset error (a full disk among them) that
+    ends the flow, a task result a full or read-only disk refused (the Prefect API's log
+    keeps them whole)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(exc, DatasetError) or (
+            isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS)))
 
 
 def run_factory(settings: RunSettings, run_id: str | None = None, resume: bool = False,
@@ -258,5 +275,8 @@ def run_factory(settings: RunSettings, run_id: str | None = None, resume: bool =
     """Run the flow on ``runner`` (a thread pool sized for I/O-bound sandbox work, or a
     Dask cluster at ``address``; see flows/runners.py)."""
     logging.getLogger("prefect").setLevel(logging.WARNING)
+    for handler in logging.getLogger().handlers:  # Prefect's console handler
+        if not any(isinstance(f, ReportedByTheCommand) for f in handler.filters):
+            handler.addFilter(ReportedByTheCommand())
     return factory(settings, run_id=run_id, resume=resume, runner=Runner(runner),
                    address=address, only=only)

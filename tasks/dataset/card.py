@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 
 from schemas.records import TABLES
-from tasks.dataset.manifest import atomic_write
+from tasks.dataset.paths import atomic_write, real_folder
 from tasks.dataset.stats import md_table, report
 
 PLOTS = "plots"
@@ -127,8 +127,8 @@ def write_card(data_dir: Path, con: duckdb.DuckDBPyConnection,
     """(Re)write the plots and ``README.md`` of ``data_dir``; returns the README path.
     ``report_md``: the report of ``con`` when the caller has it already (it reads the
     whole dataset)."""
-    folder = data_dir / PLOTS
-    folder.mkdir(exist_ok=True)
+    folder = real_folder(data_dir, PLOTS, create=True)
+    assert folder is not None
     images = plots(con)
     for name, png in images.items():
         atomic_write(folder / name, png)

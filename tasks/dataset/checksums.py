@@ -1,4 +1,6 @@
-"""Shard integrity: every listed shard's size and sha256, checked before it is read.
+"""Shard integrity: every listed shard's size and sha256, checked before it is read, and
+that it is a Parquet file with no column its table lacks (a shard of another table, or
+one crafted with a matching sha256, is left out like a corrupt one).
 
 Every reader (``query``, ``stats``, ``card``, the exports, ``check-harbor``, the factory)
 and every writer goes through :func:`problems`, so no byte a manifest does not vouch for is
@@ -14,14 +16,23 @@ the CLI can end with its own exit code instead of 0.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import threading
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from io import BufferedReader
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from schemas.arrow import arrow_schema
+from schemas.records import TABLES
+from tasks.dataset.errors import first_line
 from tasks.dataset.manifest import REPAIR_HINT, DatasetError, Manifest, ShardEntry
+from tasks.dataset.paths import NotAFile, open_file
 
 HASH_THREADS = 4
 _verdicts: dict[tuple, str | None] = {}
@@ -29,29 +40,64 @@ _excluded: dict[str, str] = {}
 _lock = threading.Lock()
 
 
-def sha256_file(path: Path) -> str:
-    with open(path, "rb") as f:
+def _digest(f: BufferedReader, limit: int | None) -> str:
+    """sha256 of the file's bytes, reading at most ``limit`` (all when None)."""
+    if limit is None:
         return hashlib.file_digest(f, "sha256").hexdigest()
+    h = hashlib.sha256()
+    while limit > 0 and (chunk := f.read(min(limit, 1 << 20))):
+        h.update(chunk)
+        limit -= len(chunk)
+    return h.hexdigest()
 
 
-def _check(path: Path, entry: ShardEntry) -> tuple[tuple | None, str | None]:
-    """(cache key, problem) of one shard; the key is None when there is nothing to cache."""
+def sha256_of(data_dir: Path, rel: str) -> str:
+    """sha256 of the regular file ``data_dir / rel`` (opened without following a link;
+    OSError, :class:`tasks.dataset.paths.NotAFile` for a link or special file)."""
+    with open_file(data_dir, rel) as f:
+        return _digest(f, None)
+
+
+def _check(data_dir: Path, entry: ShardEntry) -> tuple[tuple | None, str | None]:
+    """(cache key, problem) of one shard; the key is None when there is nothing to cache.
+    The shard is opened without following a link, and no more bytes are read than the
+    manifest says it has."""
     try:
-        st = path.stat()
-    except OSError:
+        with open_file(data_dir, entry.path) as f:
+            st = os.fstat(f.fileno())
+            if entry.bytes is not None and st.st_size != entry.bytes:
+                return None, f"{st.st_size} bytes, the manifest says {entry.bytes}"
+            key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                   entry.sha256)
+            with _lock:
+                if key in _verdicts:
+                    return key, _verdicts[key]
+            ok = _digest(f, st.st_size if entry.bytes is None else entry.bytes) == entry.sha256
+            problem = _table_problem(f, entry.table) if ok else "sha256 differs from the manifest"
+    except FileNotFoundError:
         return None, "missing"
-    if entry.bytes is not None and st.st_size != entry.bytes:
-        return None, f"{st.st_size} bytes, the manifest says {entry.bytes}"
-    key = (str(path.resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
-           st.st_ctime_ns, entry.sha256)
-    with _lock:
-        if key in _verdicts:
-            return key, _verdicts[key]
-    try:
-        ok = sha256_file(path) == entry.sha256
+    except NotAFile as exc:
+        return None, str(exc.strerror)
     except OSError as exc:
         return None, f"unreadable ({exc.strerror or exc})"
-    return key, None if ok else "sha256 differs from the manifest"
+    return key, problem
+
+
+def _table_problem(f: BufferedReader, table: str) -> str | None:
+    """Why the Parquet file ``f`` cannot be a shard of ``table`` (not Parquet, or columns
+    the table does not have), or None.  Older schema versions have fewer columns."""
+    f.seek(0)
+    try:
+        names = pq.read_schema(f).names
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        return f"not a Parquet file ({first_line(exc, 120)})"
+    extra = sorted(set(names) - _columns(table))
+    return f"columns {', '.join(extra[:3])} that table {table} does not have" if extra else None
+
+
+@functools.cache
+def _columns(table: str) -> frozenset[str]:
+    return frozenset(arrow_schema(TABLES[table]).names)
 
 
 def problems(data_dir: Path, entries: Iterable[ShardEntry]) -> dict[str, str]:
@@ -60,7 +106,7 @@ def problems(data_dir: Path, entries: Iterable[ShardEntry]) -> dict[str, str]:
     entries = list(entries)
     threads = max(1, min(HASH_THREADS, os.cpu_count() or 1, len(entries)))
     with ThreadPoolExecutor(threads) as pool:
-        verdicts = list(pool.map(lambda e: _check(data_dir / e.path, e), entries))
+        verdicts = list(pool.map(lambda e: _check(data_dir, e), entries))
     found = {}
     with _lock:
         for entry, (key, problem) in zip(entries, verdicts, strict=True):

@@ -22,10 +22,12 @@ run breaks.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ValidationError
 
@@ -38,6 +40,7 @@ from tasks.dataset.manifest import (
     RunEntry,
     ShardEntry,
 )
+from tasks.dataset.paths import folder_if_real, is_name, odd_entries, open_file, regular_files
 
 META_KEY = b"taskfactory.commit"
 QUARANTINE = "_quarantine"
@@ -75,15 +78,37 @@ def shard_name(run_id: str, seq: int, sha256: str) -> str:
 
 
 def shard_files(data_dir: Path, folder: str = "") -> list[ShardFile]:
-    """Every shard and shard temp file in the table folders of ``data_dir / folder``."""
+    """Every shard and shard temp file in the table folders of ``data_dir / folder``:
+    regular files with shard names, in real table folders (links, special files and names
+    that are not UTF-8 are never taken for shards: :func:`odd_files` lists them)."""
     found = []
     for table in TABLES:
-        base = data_dir / folder / table
-        if base.is_dir():
-            for p in sorted(base.iterdir()):
-                f = parse(str(p.relative_to(data_dir)))
-                if f is not None and p.is_file():
-                    found.append(f)
+        base = folder_if_real(data_dir, f"{folder}/{table}" if folder else table)
+        if base is not None:
+            prefix = str(base.relative_to(data_dir))
+            found += [f for name in sorted(regular_files(base))
+                      if (f := parse(f"{prefix}/{name}")) is not None]
+    return found
+
+
+def quarantine_folders(data_dir: Path) -> list[str]:
+    """The real folders in ``_quarantine/`` (relative paths), oldest name first."""
+    base = folder_if_real(data_dir, QUARANTINE)
+    if base is None:
+        return []
+    with os.scandir(base) as entries:
+        return sorted(f"{QUARANTINE}/{e.name}" for e in entries
+                      if e.is_dir(follow_symlinks=False) and is_name(e.name))
+
+
+def odd_files(data_dir: Path) -> list[tuple[str, str]]:
+    """(path, what it is) of each entry a reader leaves alone in the dataset's folders —
+    links, FIFOs, sockets, devices, names that are not UTF-8 — for ``repair`` to report."""
+    found = []
+    for rel in ["", "plots", QUARANTINE, *TABLES]:
+        folder = folder_if_real(data_dir, rel) if rel else data_dir
+        if folder is not None:
+            found += [(f"{rel}/{name}".lstrip("/"), why) for name, why in odd_entries(folder)]
     return found
 
 
@@ -91,10 +116,8 @@ def next_seq(data_dir: Path, manifest: Manifest, run_id: str) -> int:
     """One more than the highest ``seq`` of ``run_id`` listed or on disk (quarantine too)."""
     seqs = [f.seq for f in (parse(s.path) for s in manifest.shards) if f and f.run_id == run_id]
     on_disk = [*shard_files(data_dir)]
-    quarantine = data_dir / QUARANTINE
-    if quarantine.is_dir():
-        for sub in sorted(quarantine.iterdir()):
-            on_disk += shard_files(data_dir, f"{QUARANTINE}/{sub.name}")
+    for sub in quarantine_folders(data_dir):
+        on_disk += shard_files(data_dir, sub)
     seqs += [f.seq for f in on_disk if f.run_id == run_id]
     return max(seqs, default=0) + 1
 
@@ -112,13 +135,15 @@ class CommitRecord(BaseModel):
         return f.run_id == self.run_id and self.seqs.get(f.table) == f.seq
 
 
-def read_record(path: Path) -> CommitRecord | None:
-    """The commit record in a shard's footer; None when unreadable or absent (older)."""
+def read_record(data_dir: Path, rel: str) -> CommitRecord | None:
+    """The commit record in a shard's footer; None when unreadable or absent (older), or
+    when the path is a link or special file."""
     try:
-        meta = pq.read_schema(path).metadata or {}
+        with open_file(data_dir, rel) as f:
+            meta = pq.read_schema(f).metadata or {}
         raw = meta.get(META_KEY)
         return None if raw is None else CommitRecord.model_validate_json(raw)
-    except (OSError, ValueError, ValidationError, TypeError):
+    except (OSError, ValueError, ValidationError, TypeError, pa.ArrowException):
         return None
 
 
@@ -162,7 +187,7 @@ def _one_commit(data_dir: Path, manifest: Manifest, files: list[ShardFile]) -> b
     if min(seqs) <= max(listed, default=0) or max(seqs) - min(seqs) >= len(TABLES):
         return False
     records = {r.model_dump_json(): r for f in files if not f.temp
-               and (r := read_record(data_dir / f.path)) is not None}
+               and (r := read_record(data_dir, f.path)) is not None}
     if len(records) > 1:
         return False
     return not records or all(next(iter(records.values())).sibling_of(f) for f in files)

@@ -1,9 +1,12 @@
 """The writer lock of a dataset folder, and opening a folder for writing.
 
 One writer at a time: :func:`dataset_lock` takes an exclusive POSIX record lock on
-``<data>/.lock``.  The kernel releases it when the process dies, even by SIGKILL, and,
-unlike ``flock``, a forked child does not share it: a sandbox child caught between fork
-and exec when its parent is killed cannot keep the dataset locked.  POSIX locks do not
+``<data>/.lock`` — only in a dataset, an empty or a new folder
+(:func:`tasks.dataset.folder.check_dataset`, before anything is created), and only
+through a regular file (a link, folder or FIFO named ``.lock`` is one line).  The kernel
+releases it when the process dies, even by SIGKILL, and, unlike ``flock``, a forked child
+does not share it: a sandbox child caught between fork and exec when its parent is killed
+cannot keep the dataset locked.  POSIX locks do not
 exclude the owning process itself, so an in-process registry does that; a holder may
 *lend* the lock once, to one nested :func:`open_for_writing` in the same process (the CLI
 takes the lock before Prefect starts and the flow it runs re-enters it).
@@ -17,6 +20,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import os
+import stat
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -24,9 +29,12 @@ from pathlib import Path
 
 from tasks.dataset.checksums import require_intact
 from tasks.dataset.commits import adopt_abandoned
-from tasks.dataset.manifest import DatasetError, Manifest, load_manifest
+from tasks.dataset.errors import StorageError
+from tasks.dataset.folder import LOCK, check_dataset
+from tasks.dataset.manifest import MANIFEST, REPAIR_HINT, DatasetError, Manifest, load_manifest
+from tasks.dataset.paths import kind, writing
 
-LOCK = ".lock"
+__all__ = ["LOCK", "dataset_lock", "holds", "open_for_writing"]
 
 
 @dataclass
@@ -55,6 +63,28 @@ def _try_lock(f, data_dir: Path) -> None:
 
 
 @contextlib.contextmanager
+def _lock_file(data_dir: Path) -> Iterator[int]:
+    """``<data>/.lock`` opened (created if missing) without following a link."""
+    path = data_dir / LOCK
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
+            raise StorageError.of(exc, path) from None
+        fd = -1
+    if fd < 0 or not stat.S_ISREG(os.fstat(fd).st_mode):
+        if fd >= 0:
+            os.close(fd)
+        raise DatasetError(f"{path} is a {kind(path.lstat().st_mode)}, not the lock file "
+                           "taskfactory writes; remove it")
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
 def dataset_lock(data_dir: Path, lend: bool = False) -> Iterator[None]:
     """Hold ``data_dir``'s writer lock (creating the folder and its ``.lock`` if needed).
 
@@ -74,8 +104,10 @@ def dataset_lock(data_dir: Path, lend: bool = False) -> Iterator[None]:
         finally:
             hold.lent = False
         return
-    data_dir.mkdir(parents=True, exist_ok=True)
-    with open(data_dir / LOCK, "a+") as lock:
+    check_dataset(data_dir, missing_ok=True)
+    with writing(data_dir):
+        data_dir.mkdir(parents=True, exist_ok=True)
+    with _lock_file(data_dir) as lock:
         with _registry:
             if key in _held:  # another thread of this process took it meanwhile
                 raise _lock_busy(data_dir)
@@ -106,6 +138,11 @@ def open_for_writing(data_dir: Path, warn: Callable[[str], object] = lambda _: N
                  f"not in the dataset ({', '.join(found)}); they are kept and never read; "
                  f"`taskfactory vacuum --data {data_dir}` removes them")
         require_intact(data_dir, manifest)
+        twice = manifest.duplicates()
+        if twice:
+            raise DatasetError(f"{data_dir / MANIFEST} lists {twice[0]} more than once (its rows "
+                               f"would be read twice); `{REPAIR_HINT.format(data=data_dir)}` "
+                               "keeps one entry")
         yield manifest
 
 

@@ -19,56 +19,97 @@ only command that deletes).  A folder whose unlisted shards are more than that o
 (no manifest, or an older one) or whose listed shards are corrupt is refused by every
 writer, naming ``taskfactory repair`` (:mod:`tasks.dataset.lock` makes those checks and
 holds the one-writer lock).
+
+**What is read as a manifest.**  Formats 1 to :data:`FORMAT`, parsed with bounded nesting
+and UTF-8 only; a newer format or schema version is refused and never rewritten.  An
+unknown field, a field of the wrong type or size, a shard path that is not
+``<table>/<file>`` of a known table or a run id that is not a plain name
+(:mod:`tasks.dataset.paths`) make it :class:`UnreadableManifest`: ``taskfactory repair``
+quarantines it and rebuilds it from the shards.  Each save writes the marker
+``_taskfactory`` beside it if it is missing (:mod:`tasks.dataset.folder`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import from_json
 
-from schemas.records import SCHEMA_VERSION
+from schemas.records import SCHEMA_VERSION, TABLES
+from tasks.dataset.errors import DatasetError, UnreadableManifest, first_line, one_line
+from tasks.dataset.paths import atomic_write, check_name, check_relative, create, open_file
+
+__all__ = ["DatasetError", "Manifest", "UnreadableManifest", "atomic_write", "load_manifest",
+           "save_manifest"]
 
 MANIFEST = "_manifest.json"
+MARKER = "_taskfactory"
+"""The file that makes a folder a dataset (:mod:`tasks.dataset.folder`)."""
+MARKER_TEXT = (b"taskfactory dataset (see _manifest.json); taskfactory commands refuse a "
+               b"non-empty --data folder without this file\n")
 FORMAT = 3
 """1: schema version 1.  2: + bytes and schema version per shard, runs.  3: + commits
 (shard ``commit`` numbers, candidate ids per commit), ``abandoned``, ``pending``."""
 REPAIR_HINT = "taskfactory repair --data {data}"
+MAX_MANIFEST_BYTES = 1 << 30
+
+Name = Annotated[str, AfterValidator(check_name)]
+"""A run id: it becomes part of shard file names."""
+Count = Annotated[int, Field(ge=0, lt=1 << 63)]
+Number = Annotated[int, Field(ge=1, lt=1 << 63)]
 
 
-class DatasetError(Exception):
-    """A dataset that cannot be used as asked; the message names the problem and the fix."""
+def _table_path(path: str) -> str:
+    """A path the manifest may list: ``<table>/<name>`` (a shard or a temp file)."""
+    check_relative(path)
+    table, _, name = path.partition("/")
+    if table not in TABLES or "/" in name:
+        raise ValueError(f"path {path!r} is not <table>/<file> of a known table")
+    return path
 
 
-class UnreadableManifest(DatasetError):
-    """The manifest file exists but is not a manifest (``taskfactory repair`` rebuilds it)."""
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
 
 
-class ShardEntry(BaseModel):
+class ShardEntry(_Strict):
     table: str
-    path: str
-    """Relative to the dataset folder."""
-    rows: int
-    sha256: str
-    run_id: str
-    bytes: int | None = None
+    path: Annotated[str, AfterValidator(_table_path)]
+    """Relative to the dataset folder: ``<table>/<file>``."""
+    rows: Count
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    run_id: Name
+    bytes: Count | None = None
     """None only in manifests written by schema version 1."""
-    schema_version: int = 1
-    commit: int | None = None
+    schema_version: Number = 1
+    commit: Number | None = None
     """The number of the commit that listed it; None in manifests before format 3."""
 
+    @model_validator(mode="after")
+    def _in_its_table(self) -> ShardEntry:
+        if self.path.partition("/")[0] != self.table:
+            raise ValueError(f"shard {self.path!r} is not in the folder of table {self.table}")
+        return self
 
-class CommitEntry(BaseModel):
-    number: int
-    run_id: str
+
+class CommitEntry(_Strict):
+    number: Number
+    run_id: Name
     candidates: list[str]
     """The candidates whose rows the commit holds (none for a ``runs`` row)."""
 
 
-class RunEntry(BaseModel):
+class RunEntry(_Strict):
     config_hash: str
     settings: dict
     started_at: str
@@ -76,20 +117,20 @@ class RunEntry(BaseModel):
     """``running`` also after a kill; ``failed`` when the flow raised.  Both can be resumed."""
     reason: str | None = None
     """Why a ``failed`` run stopped: the exception's type and message."""
-    resumes: int = 0
+    resumes: Count = 0
     flow_run_ids: list[str] = []
 
 
-class Manifest(BaseModel):
+class Manifest(_Strict):
     format: int = FORMAT
-    schema_version: int = SCHEMA_VERSION
+    schema_version: Number = SCHEMA_VERSION
     shards: list[ShardEntry] = []
     commits: list[CommitEntry] = []
-    runs: dict[str, RunEntry] = {}
-    abandoned: list[str] = []
+    runs: dict[Name, RunEntry] = {}
+    abandoned: list[Annotated[str, AfterValidator(_table_path)]] = []
     """Unlisted shard and temp files of killed writers (relative paths): never read, kept
     until ``taskfactory vacuum`` removes them."""
-    pending: dict[str, list[str]] = {}
+    pending: dict[Name, list[str]] = {}
     """Per complete run, the candidates of quarantined commits that ``taskfactory repair``
     has yet to run again."""
 
@@ -99,46 +140,81 @@ class Manifest(BaseModel):
     def next_commit(self) -> int:
         return max((c.number for c in self.commits), default=0) + 1
 
+    def once(self) -> list[ShardEntry]:
+        """The shards, each path's first entry only (a path listed twice is read once)."""
+        first: dict[str, ShardEntry] = {}
+        for entry in self.shards:
+            first.setdefault(entry.path, entry)
+        return list(first.values())
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    def duplicates(self) -> list[str]:
+        """Paths listed more than once (each would be read as often as it is listed)."""
+        seen: set[str] = set()
+        twice = []
+        for s in self.shards:
+            if s.path in seen:
+                twice.append(s.path)
+            seen.add(s.path)
+        return twice
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the whole new one."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+def _parse(blob: bytes) -> Manifest:
+    """The manifest in ``blob``; ValueError (or a subclass) naming what is wrong."""
+    if len(blob) > MAX_MANIFEST_BYTES:
+        raise ValueError(f"{len(blob)} bytes, more than {MAX_MANIFEST_BYTES}")
+    raw = from_json(blob)  # bounded nesting, UTF-8 only, no lone surrogates
+    if not isinstance(raw, dict):
+        raise ValueError(f"a JSON {type(raw).__name__}, not an object")
+    fmt = raw.get("format", 1)
+    if type(fmt) is not int or fmt < 1:
+        raise ValueError(f"format {fmt!r} is not a format number")
+    if fmt > FORMAT:
+        raise NewerManifest(fmt)
+    if fmt == 1:  # schema version 1: no bytes, one version for all
+        version, shards = raw.get("schema_version", 1), raw["shards"]
+        if not isinstance(shards, list) or not all(isinstance(s, dict) for s in shards):
+            raise ValueError("shards is not a list of objects")
+        raw = {"format": FORMAT, "schema_version": version, "runs": {},
+               "shards": [{**s, "schema_version": version} for s in shards]}
+    return Manifest.model_validate(raw)
+
+
+class NewerManifest(Exception):
+    """A manifest format newer than :data:`FORMAT`."""
+
+
+def _reason(exc: Exception) -> str:
+    """What is wrong, in a few words on one line."""
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        text = f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
+    elif isinstance(exc, KeyError):
+        text = f"no {exc.args[0]!r}"
+    else:
+        return first_line(exc)
+    return one_line(text)[:200]
 
 
 def load_manifest(data_dir: Path) -> Manifest:
     """The manifest of ``data_dir`` (empty when there is none).
 
-    Raises DatasetError for an unreadable manifest or one of a newer schema version."""
+    Raises UnreadableManifest for a manifest that is not one (not a regular file, not
+    JSON, a field of the wrong type or size, a path that leaves its table folder), and
+    DatasetError for one of a newer format or schema version: never rewritten here."""
     path = data_dir / MANIFEST
-    if not path.exists():
-        return Manifest()
     try:
-        raw = json.loads(path.read_text())
-        if not isinstance(raw, dict):
-            raise ValueError(f"a JSON {type(raw).__name__}, not an object")
-        version = int(raw.get("schema_version", 1))
-        if raw.get("format", 1) == 1:  # schema version 1: no bytes, one version for all
-            raw = {"format": FORMAT, "schema_version": version, "runs": {},
-                   "shards": [{**s, "schema_version": version} for s in raw["shards"]]}
-        manifest = Manifest.model_validate(raw)
+        with open_file(data_dir, MANIFEST) as f:
+            manifest = _parse(f.read(MAX_MANIFEST_BYTES + 1))
+    except FileNotFoundError:
+        return Manifest()
+    except NewerManifest as exc:
+        raise DatasetError(f"{path} has manifest format {exc.args[0]}; this taskfactory reads "
+                           f"formats 1 to {FORMAT}; upgrade taskfactory") from None
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        reason = str(exc).splitlines()[0]
-        raise UnreadableManifest(f"{path} is not a readable manifest ({reason}); rebuild it from "
-                           f"the shards with `{REPAIR_HINT.format(data=data_dir)}`") from None
+        reason = _reason(exc)
+        raise UnreadableManifest(f"{path} is not a readable manifest ({reason}); rebuild it "
+                                 f"from the shards with `{REPAIR_HINT.format(data=data_dir)}`",
+                                 reason) from None
     newest = max([manifest.schema_version, *(s.schema_version for s in manifest.shards)])
     if newest > SCHEMA_VERSION:
         raise DatasetError(f"{data_dir} holds schema version {newest}; this taskfactory reads "
@@ -147,6 +223,10 @@ def load_manifest(data_dir: Path) -> Manifest:
 
 
 def save_manifest(data_dir: Path, manifest: Manifest) -> None:
+    """Write the manifest atomically, and the marker beside it if it is not there (the
+    caller holds the writer lock)."""
     manifest.format = FORMAT
     manifest.schema_version = max([SCHEMA_VERSION, *(s.schema_version for s in manifest.shards)])
+    if not os.path.lexists(data_dir / MARKER):
+        create(data_dir / MARKER, MARKER_TEXT, exclusive=True)
     atomic_write(data_dir / MANIFEST, manifest.model_dump_json(indent=1).encode())

@@ -24,7 +24,8 @@ from schemas.records import TABLES
 from tasks.dataset.checksums import note_excluded, problems
 from tasks.dataset.commits import accounting_problem
 from tasks.dataset.difficulty import VIEW_SQL as DIFFICULTY_VIEW
-from tasks.dataset.manifest import REPAIR_HINT, DatasetError, load_manifest
+from tasks.dataset.folder import check_dataset
+from tasks.dataset.manifest import MANIFEST, REPAIR_HINT, DatasetError, load_manifest
 
 Warn = Callable[[str], object]
 SANDBOX = {"autoinstall_known_extensions": False, "autoload_known_extensions": False,
@@ -60,6 +61,7 @@ def connect(data_dir: Path, warn: Warn = warn_on_stderr,
     schema versions read as NULL where a column is new.  Raises
     :class:`tasks.dataset.manifest.DatasetError` for an unreadable manifest or a newer schema.
     """
+    check_dataset(data_dir, missing_ok=True)
     manifest = load_manifest(data_dir)
     unlisted = accounting_problem(data_dir, manifest)
     if unlisted:
@@ -67,7 +69,12 @@ def connect(data_dir: Path, warn: Warn = warn_on_stderr,
         note_excluded(data_dir, unlisted)
     bad = problems(data_dir, manifest.shards)
     shards: dict[str, list[str]] = {t: [] for t in TABLES}
-    for entry in manifest.shards:
+    twice = set(manifest.duplicates())
+    for rel in sorted(twice):
+        warn(f"{data_dir / MANIFEST} lists {rel} more than once; its rows are read once; run "
+             f"`{REPAIR_HINT.format(data=data_dir)}`")
+        note_excluded(data_dir / rel, "listed twice")
+    for entry in manifest.once():
         path = data_dir / entry.path
         if entry.path in bad:
             warn(f"skipping corrupt shard {path} ({bad[entry.path]}); {entry.table} answers "

@@ -30,13 +30,14 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from tasks.dataset.checksums import problems, sha256_file
+from tasks.dataset.checksums import problems, sha256_of
 from tasks.dataset.commits import (
     QUARANTINE,
     CommitRecord,
     ShardFile,
     accounting_problem,
     listed_groups,
+    odd_files,
     read_record,
     shard_files,
     unaccounted,
@@ -50,6 +51,7 @@ from tasks.dataset.manifest import (
     load_manifest,
     save_manifest,
 )
+from tasks.dataset.paths import inside, move, open_file
 
 
 @dataclass
@@ -65,9 +67,12 @@ class RepairPlan:
     """Unfinished run -> candidates lost that its ``--resume`` will run again."""
     notes: list[str] = field(default_factory=list)
 
+    fixed: bool = False
+    """Entries listed twice, or pending for an unknown run, were dropped."""
+
     @property
     def changes(self) -> bool:
-        return bool(self.quarantine or self.rebuilt or self.manifest.pending)
+        return bool(self.quarantine or self.rebuilt or self.fixed or self.manifest.pending)
 
 
 def _candidates_of(data_dir: Path, group: list[ShardEntry], old: Manifest) -> list[str] | None:
@@ -77,13 +82,12 @@ def _candidates_of(data_dir: Path, group: list[ShardEntry], old: Manifest) -> li
         if c.number in numbers:
             return c.candidates
     for e in group:
-        record = read_record(data_dir / e.path)
+        record = read_record(data_dir, e.path)
         if record is not None:
             return record.candidates
     attempts = [e for e in group if e.table == "attempts"]
     if attempts and not problems(data_dir, attempts):
-        return pq.read_table(data_dir / attempts[0].path,
-                             columns=["candidate_id"]).column(0).to_pylist()
+        return _candidate_ids(data_dir, attempts[0].path)
     return None
 
 
@@ -91,20 +95,27 @@ def _complete(data_dir: Path, record: CommitRecord, files: list[ShardFile]) -> b
     """Every shard the record names is on disk, and its bytes match its name."""
     if {f.table: f.seq for f in files} != record.seqs or len(files) != len(record.seqs):
         return False
-    return all(f.sha16 and sha256_file(data_dir / f.path)[:16] == f.sha16 for f in files)
+    return all(f.sha16 and sha256_of(data_dir, f.path)[:16] == f.sha16 for f in files)
+
+
+def _candidate_ids(data_dir: Path, rel: str) -> list[str]:
+    """The ``candidate_id`` column of an intact ``attempts`` shard."""
+    with open_file(data_dir, rel) as f:
+        return pq.read_table(f, columns=["candidate_id"]).column(0).to_pylist()
 
 
 def _entry(data_dir: Path, f: ShardFile, number: int) -> ShardEntry:
-    path = data_dir / f.path
-    meta = pq.read_metadata(path)
+    with open_file(data_dir, f.path) as file:
+        meta = pq.read_metadata(file)
+        size = os.fstat(file.fileno()).st_size
     version = (meta.schema.to_arrow_schema().metadata or {}).get(b"schema_version", b"1")
-    return ShardEntry(table=f.table, path=f.path, rows=meta.num_rows, sha256=sha256_file(path),
-                      run_id=f.run_id, bytes=path.stat().st_size,
+    return ShardEntry(table=f.table, path=f.path, rows=meta.num_rows,
+                      sha256=sha256_of(data_dir, f.path), run_id=f.run_id, bytes=size,
                       schema_version=int(version), commit=number)
 
 
 def _old_manifest(data_dir: Path, plan: RepairPlan) -> Manifest | None:
-    if not (data_dir / MANIFEST).exists():
+    if not os.path.lexists(data_dir / MANIFEST):
         if shard_files(data_dir):
             plan.notes.append(f"no {MANIFEST}: rebuilding it from the shards' commit records")
             return None
@@ -122,9 +133,12 @@ def plan_repair(data_dir: Path) -> RepairPlan:
     plan = RepairPlan(Manifest())
     old = _old_manifest(data_dir, plan)
     base = old or Manifest()
+    _once(base, plan)
+    plan.notes += [f"{path} is {what}: never read, written or deleted by taskfactory; "
+                   "remove it" for path, what in odd_files(data_dir)]
     new = plan.manifest
     new.runs = {k: v.model_copy() for k, v in base.runs.items()}
-    new.abandoned = [p for p in base.abandoned if (data_dir / p).exists()]
+    new.abandoned = [p for p in base.abandoned if inside(data_dir, p)]
     lost: dict[str, set[str]] = defaultdict(set)
     bad = problems(data_dir, base.shards)
     commits = {c.number: c for c in base.commits}
@@ -137,7 +151,7 @@ def plan_repair(data_dir: Path) -> RepairPlan:
         for e in group:
             if e.path in bad:
                 plan.notes.append(f"corrupt shard {e.path} ({bad[e.path]})")
-            if (data_dir / e.path).exists():
+            if inside(data_dir, e.path):  # a link is moved as a link; none is followed
                 plan.quarantine.append(e.path)
         if candidates is None:
             plan.notes.append(f"the commit of {group[0].path} names no candidates (written "
@@ -165,8 +179,23 @@ def plan_repair(data_dir: Path) -> RepairPlan:
         elif missing:
             plan.unfinished[run_id] = len(missing)
     for run_id, ids in base.pending.items():  # a repair that was interrupted
+        if run_id not in new.runs:
+            plan.notes.append(f"candidates pending for run {run_id}, which the manifest does "
+                              "not have: dropped")
+            plan.fixed = True
+            continue
         new.pending[run_id] = sorted(set(new.pending.get(run_id, [])) | set(ids))
     return plan
+
+
+def _once(manifest: Manifest, plan: RepairPlan) -> None:
+    """Keep the first entry of each shard listed more than once."""
+    twice = manifest.duplicates()
+    if twice:
+        manifest.shards = manifest.once()
+        plan.notes += [f"{path} was listed twice (its rows read twice): one entry kept"
+                       for path in twice]
+        plan.fixed = True
 
 
 def _held(data_dir: Path, manifest: Manifest) -> set[str]:
@@ -174,8 +203,7 @@ def _held(data_dir: Path, manifest: Manifest) -> set[str]:
     held = {c for commit in manifest.commits for c in commit.candidates}
     for e in manifest.listed("attempts"):
         if e.commit is None:
-            held.update(pq.read_table(data_dir / e.path, columns=["candidate_id"])
-                        .column(0).to_pylist())
+            held.update(_candidate_ids(data_dir, e.path))
     return held
 
 
@@ -192,7 +220,7 @@ def _adopt(data_dir: Path, plan: RepairPlan, files: list[ShardFile],
     new = plan.manifest
     commits: dict[str, tuple[CommitRecord, list[ShardFile]]] = {}
     for f in files:
-        record = None if f.temp else read_record(data_dir / f.path)
+        record = None if f.temp else read_record(data_dir, f.path)
         if record is not None:
             commits.setdefault(record.model_dump_json(), (record, []))[1].append(f)
     listed = {c.number for c in new.commits}
@@ -204,7 +232,7 @@ def _adopt(data_dir: Path, plan: RepairPlan, files: list[ShardFile],
     for number in sorted(latest):
         record, group = latest[number]
         if not _complete(data_dir, record, group):
-            if any(f.sha16 and sha256_file(data_dir / f.path)[:16] != f.sha16 for f in group):
+            if any(f.sha16 and sha256_of(data_dir, f.path)[:16] != f.sha16 for f in group):
                 plan.notes.append(f"corrupt unlisted shard in the commit of {group[0].path}")
                 plan.quarantine += [f.path for f in group]
             lost[record.run_id].update(record.candidates)
@@ -231,13 +259,10 @@ def _adopt(data_dir: Path, plan: RepairPlan, files: list[ShardFile],
 def apply_repair(data_dir: Path, plan: RepairPlan, stamp: str) -> Path | None:
     """Move the quarantined files into ``_quarantine/<stamp>/`` (same relative paths), then
     save the new manifest; returns the quarantine folder (None when nothing moved)."""
-    folder = data_dir / QUARANTINE / stamp
     for rel in plan.quarantine:
-        target = folder / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(data_dir / rel, target)
+        move(data_dir, rel, f"{QUARANTINE}/{stamp}/{rel}")
     save_manifest(data_dir, plan.manifest)
-    return folder if plan.quarantine else None
+    return data_dir / QUARANTINE / stamp if plan.quarantine else None
 
 
 def rerun_done(data_dir: Path, run_id: str) -> None:

@@ -11,7 +11,9 @@
    counted, a repair is not); from then on an exception that leaves the context marks
    the run ``failed`` with the reason, in the *committed* manifest (so no uncommitted
    shard gets listed), while the lock is still held.  A kill leaves it ``running``;
-   ``--resume`` continues both;
+   ``--resume`` continues both.  So that a full disk can still be told the run failed,
+   ``begin`` sets room aside (:data:`RESERVE`, twice the manifest and at least 256 KiB),
+   given back before the failure is recorded and when the run ends;
 3. :meth:`RunWriter.record`, once per candidate **in candidate order**: dedup, provenance
    (:class:`tasks.dataset.recorder.Recorder`), then the shard writer, which commits every
    ``shard_rows`` rows or 16 MB;
@@ -27,6 +29,7 @@ Run semantics (what is held, resumes, errored attempts) are in :mod:`tasks.datas
 from __future__ import annotations
 
 import json
+import stat
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -35,9 +38,18 @@ from pathlib import Path
 
 from schemas.records import RunRow
 from tasks.dataset.dedup import DedupIndex
+from tasks.dataset.folder import RESERVE
 from tasks.dataset.interrupts import keyboard_interrupts
 from tasks.dataset.lock import open_for_writing
-from tasks.dataset.manifest import DatasetError, Manifest, RunEntry, load_manifest, save_manifest
+from tasks.dataset.manifest import (
+    MANIFEST,
+    DatasetError,
+    Manifest,
+    RunEntry,
+    load_manifest,
+    save_manifest,
+)
+from tasks.dataset.paths import create
 from tasks.dataset.provenance import RunIdentity, generator_version
 from tasks.dataset.query import Warn, connect
 from tasks.dataset.recorder import Outcome, Recorder
@@ -52,6 +64,14 @@ from tasks.dataset.runs import (
 from tasks.dataset.writer import ShardWriter
 
 REASON_CHARS = 500
+RESERVE_BYTES = 256 << 10
+
+
+def release(data: Path) -> None:
+    """Give back the room :meth:`RunWriter.begin` set aside (a regular file only)."""
+    with suppress(FileNotFoundError):
+        if stat.S_ISREG((data / RESERVE).lstat().st_mode):
+            (data / RESERVE).unlink()
 
 
 def reason_of(exc: BaseException) -> str:
@@ -93,6 +113,8 @@ class RunWriter:
                            repair=self.repair)
         save_manifest(self.data, self.manifest)
         self.entry = entry  # registered: from now on a failure marks it
+        size = max(RESERVE_BYTES, 2 * (self.data / MANIFEST).stat().st_size)
+        create(self.data / RESERVE, bytes(size))
         self.writer = ShardWriter(self.data, self.manifest, self.run_id,
                                   max_rows=self.settings["shard_rows"])
 
@@ -155,6 +177,7 @@ class RunWriter:
         """Mark the run ``failed`` in the committed manifest, if it began and is running."""
         if self.entry is None:
             return
+        release(self.data)  # a full disk: the room set aside holds the failed manifest
         with suppress(DatasetError):  # an unreadable manifest: the error at hand says more
             committed = load_manifest(self.data)
             entry = committed.runs.get(self.run_id)
@@ -181,3 +204,5 @@ def writing_run(data: Path, identity: RunIdentity, settings: dict,
         except BaseException as exc:
             run.fail(exc)
             raise
+        finally:
+            release(data)

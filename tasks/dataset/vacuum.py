@@ -3,7 +3,10 @@
 What it may delete, when last modified longer ago than the retention window: shard files
 the manifest does not list (a killed writer's commit; recorded ``abandoned`` or not),
 temp files of atomic writes (``.<name>.tmp`` in the folder, the table folders and
-``plots/``) and write probes, and — only when asked — quarantine folders.
+``plots/``), write probes and the room an interrupted run set aside, and — only when
+asked — quarantine folders.  Only regular files and real folders are deleted, through
+:mod:`tasks.dataset.paths`: a link (a ``_quarantine`` or table folder pointing
+elsewhere) is neither followed nor deleted.
 :func:`vacuum` opens the dataset for writing first, so a folder whose manifest cannot
 account for its shards (missing or older) or with corrupt shards is refused before
 anything is deleted: there, unlisted shards may be the only copy of committed data.
@@ -12,15 +15,16 @@ anything is deleted: there, unlisted shards may be the only copy of committed da
 from __future__ import annotations
 
 import re
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks.dataset.commits import QUARANTINE, shard_files
+from tasks.dataset.commits import quarantine_folders, shard_files
+from tasks.dataset.folder import RESERVE
 from tasks.dataset.lock import open_for_writing
 from tasks.dataset.manifest import Manifest, save_manifest
+from tasks.dataset.paths import folder_if_real, regular_files, remove, size
 
 _DURATION = re.compile(r"^(\d+)([smhdw])$")
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -41,44 +45,49 @@ class Doomed:
     bytes: int
     age_s: float
     why: str
+    rel: str = ""
+    """``path`` relative to the dataset folder."""
 
 
-def _size(path: Path) -> int:
-    if path.is_dir():
-        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-    return path.stat().st_size
+def _found(data_dir: Path, manifest: Manifest, quarantine: bool) -> list[tuple[str, str]]:
+    """(relative path, why) of every file a vacuum may delete, whatever its age: regular
+    files and real folders only (a link or special file is never followed or deleted)."""
+    listed = {s.path for s in manifest.shards}
+    found = [(f.path, "temp file" if f.temp else "unlisted shard")
+             for f in shard_files(data_dir) if f.path not in listed]
+    for rel in ("", "plots"):
+        folder = folder_if_real(data_dir, rel) if rel else data_dir
+        names = sorted(regular_files(folder)) if folder is not None else []
+        found += [(f"{rel}/{n}".lstrip("/"), "temp file") for n in names
+                  if n.startswith(".") and n.endswith(".tmp")]
+        if not rel:
+            found += [(n, "write probe") for n in names if n.startswith(".write-test-")]
+            found += [(n, "space set aside by an interrupted run") for n in names
+                      if n == RESERVE]
+    if quarantine:
+        found += [(rel, "quarantine") for rel in quarantine_folders(data_dir)]
+    return found
 
 
 def to_delete(data_dir: Path, manifest: Manifest, older_than_s: int,
               quarantine: bool = False) -> list[Doomed]:
     """What a vacuum deletes: unreferenced files (and quarantine folders if asked) whose
     last change is older than ``older_than_s`` seconds."""
-    listed = {s.path for s in manifest.shards}
-    found: list[tuple[Path, str]] = [
-        (data_dir / f.path, "temp file" if f.temp else "unlisted shard")
-        for f in shard_files(data_dir) if f.path not in listed]
-    for folder in (data_dir, data_dir / "plots"):
-        found += [(p, "temp file") for p in sorted(folder.glob(".*.tmp")) if p.is_file()]
-    found += [(p, "write probe") for p in sorted(data_dir.glob(".write-test-*"))]
-    if quarantine and (data_dir / QUARANTINE).is_dir():
-        found += [(p, "quarantine") for p in sorted((data_dir / QUARANTINE).iterdir())]
     now = time.time()
     doomed = []
-    for path, why in found:
-        age = now - path.stat().st_mtime
+    for rel, why in _found(data_dir, manifest, quarantine):
+        path = data_dir / rel
+        age = now - path.lstat().st_mtime
         if age >= older_than_s:
-            doomed.append(Doomed(path, _size(path), age, why))
+            doomed.append(Doomed(path, size(path), age, why, rel))
     return doomed
 
 
 def delete(data_dir: Path, manifest: Manifest, doomed: list[Doomed]) -> None:
     """Delete ``doomed`` and forget them in ``manifest.abandoned`` (the caller saves it)."""
     for d in doomed:
-        if d.path.is_dir():
-            shutil.rmtree(d.path)
-        else:
-            d.path.unlink(missing_ok=True)
-    gone = {str(d.path.relative_to(data_dir)) for d in doomed}
+        remove(data_dir, d.rel)
+    gone = {d.rel for d in doomed}
     manifest.abandoned = [p for p in manifest.abandoned if p not in gone]
 
 

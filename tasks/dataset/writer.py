@@ -12,9 +12,7 @@ data reaches ``max_bytes``: memory is bounded by the buffer, not by the run.
 
 from __future__ import annotations
 
-import errno
 import hashlib
-import os
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,23 +23,10 @@ import pyarrow.parquet as pq
 from schemas.arrow import arrow_schema
 from schemas.records import SCHEMA_VERSION, TABLES, AttemptRow, _Row
 from tasks.dataset.commits import META_KEY, CommitRecord, next_seq, shard_name
-from tasks.dataset.manifest import CommitEntry, Manifest, ShardEntry, atomic_write, save_manifest
+from tasks.dataset.manifest import CommitEntry, Manifest, ShardEntry, save_manifest
+from tasks.dataset.paths import atomic_write, check_name, real_folder
 
-__all__ = ["ShardWriter", "atomic_write", "check_writable", "table_schema"]
-
-
-def check_writable(data_dir: Path) -> None:
-    """Raise OSError (with a reason) unless ``data_dir`` can hold a dataset.  Creates
-    nothing: a folder that does not exist yet is checked by writing (and removing) a probe
-    file in its closest existing parent."""
-    existing = data_dir
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(existing))
-    probe = existing / f".write-test-{os.getpid()}"
-    probe.write_bytes(b"")
-    probe.unlink()
+__all__ = ["ShardWriter", "table_schema"]
 
 
 def table_schema(table: str) -> pa.Schema:
@@ -61,7 +46,7 @@ class ShardWriter:
                  max_bytes: int = 16 << 20) -> None:
         self.data_dir = data_dir
         self.manifest = manifest
-        self.run_id = run_id
+        self.run_id = check_name(run_id, "run id")
         self.max_rows = max_rows
         self.max_bytes = max_bytes
         self._batches: dict[str, list[pa.RecordBatch]] = {t: [] for t in TABLES}
@@ -128,14 +113,14 @@ class ShardWriter:
         self.commit()
 
     def _write_shard(self, table: str, record: CommitRecord, data: pa.Table) -> ShardEntry:
-        folder = self.data_dir / table
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = real_folder(self.data_dir, table, create=True)
+        assert folder is not None
         sink = pa.BufferOutputStream()
         pq.write_table(data, sink, compression="zstd", compression_level=3,
                        write_page_index=True)
         blob = sink.getvalue().to_pybytes()
         sha256 = hashlib.sha256(blob).hexdigest()
-        path = folder / shard_name(self.run_id, record.seqs[table], sha256)
+        path = folder / check_name(shard_name(self.run_id, record.seqs[table], sha256))
         atomic_write(path, blob)
         return ShardEntry(table=table, path=str(path.relative_to(self.data_dir)),
                           rows=data.num_rows, bytes=len(blob), sha256=sha256,

@@ -26,23 +26,26 @@ provenance and every ``gate.*`` result.
 :func:`render_folder` raises :class:`tasks.harbor.HarborError` for a task that cannot be
 exported as it is (its ecosystem changed, its examples cannot be made again or would
 show a hidden case); :func:`write_folder` writes one folder under a hidden temporary name
-and renames it into place.
+and renames it into place, never outside ``--out`` and never over a folder an export did
+not write.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from environments.docker.config import DockerConfig
 from tasks.cases import Case, reconstruct_verifier_timeout
+from tasks.dataset.paths import check_name, check_relative, writing
 from tasks.examples import example_files, hidden_leaks
 from tasks.harbor import HarborError
 from tasks.harbor.environment import EXEC_MODE, FILE_MODE, Files, environment_files
-from tasks.harbor.source import ExportTask
+from tasks.harbor.source import ExportTask, exported_task_id
 from tasks.harbor.toml import dumps
 
 HARBOR_SCHEMA_VERSION = "1.4"
@@ -204,12 +207,37 @@ def reconstruct_cases(task: ExportTask) -> list[Case]:
     return cases
 
 
+def check_target(out: Path, name: str) -> Path:
+    """``out / name`` when a task folder may be written there: ``name`` is a plain name,
+    and nothing is there or a folder an export wrote; HarborError otherwise."""
+    try:
+        check_name(name, "task folder name")
+    except ValueError as exc:
+        raise HarborError(f"{exc}; this task cannot be exported") from None
+    final = out / name
+    if os.path.lexists(final) and exported_task_id(final) is None:
+        raise HarborError(f"{final} exists and is not a task folder taskfactory exported (no "
+                          "task.toml naming its task); move it away or choose another --out")
+    return final
+
+
 def write_folder(out: Path, name: str, files: Files) -> Path:
-    """Write one task folder under a hidden temporary name, then rename it to ``name``
-    (replacing an older export of the same task).  Modes are set explicitly: the image
+    """Write one task folder under a fresh hidden temporary name in ``out`` (created if
+    missing), then rename it to ``name``.  Nothing is written outside ``out``: ``name``
+    must be a plain name and every file path relative (HarborError otherwise).  An
+    existing ``out / name`` is replaced only when it is a folder an export wrote, its
+    ``task.toml`` naming the task (:func:`tasks.harbor.source.exported_task_id`);
+    anything else there is HarborError, untouched.  Modes are set explicitly: the image
     build copies them."""
-    tmp, final = out / f".{name}.tmp-{os.getpid()}", out / name
-    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        for rel in files:
+            check_relative(rel, "task file")
+    except ValueError as exc:
+        raise HarborError(f"{exc}; this task cannot be exported") from None
+    final = check_target(out, name)
+    with writing(out):
+        out.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out, prefix=f".{name}.tmp-"))
     try:
         for rel, (data, mode) in files.items():
             path = tmp / rel
@@ -218,13 +246,13 @@ def write_folder(out: Path, name: str, files: Files) -> Path:
             path.chmod(mode)
         for folder in [tmp, *(p for p in tmp.rglob("*") if p.is_dir())]:
             folder.chmod(0o755)
-        if final.exists():
-            old = out / f".{name}.old-{os.getpid()}"
-            final.rename(old)
-            tmp.rename(final)
+        if os.path.lexists(final):  # an earlier export of the task: swapped out, then removed
+            old = Path(tempfile.mkdtemp(dir=out, prefix=f".{name}.old-"))
+            os.rename(final, old)  # onto the empty folder just made
+            os.rename(tmp, final)
             shutil.rmtree(old)
         else:
-            tmp.rename(final)
+            os.rename(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -21,6 +21,7 @@ from schemas.records import TaskRow
 from schemas.trace import Trace
 from schemas.verifier import Check
 from tasks.controls import ControlTask
+from tasks.dataset.paths import check_name, open_file
 from tasks.harbor import HarborError
 from tasks.program import program_trace
 
@@ -65,6 +66,14 @@ class ExportTask:
 
     @property
     def folder_name(self) -> str:
+        """``<ecosystem>-<task id>``; HarborError unless both are plain names (a crafted
+        row must not name a folder outside ``--out``)."""
+        for what, value in (("ecosystem", self.row.ecosystem), ("task id", self.row.task_id)):
+            try:
+                check_name(value, what)
+            except ValueError as exc:
+                raise HarborError(f"{exc}; the dataset's tasks table is damaged or was "
+                                  "crafted: this task cannot be exported") from None
         return f"{self.row.ecosystem}-{self.row.task_id}"
 
     @property
@@ -128,14 +137,25 @@ def task_folders(root: Path) -> list[Path]:
     return found
 
 
+def exported_task_id(folder: Path) -> str | None:
+    """The task id an exported folder's ``task.toml`` names in ``[metadata.taskfactory]``;
+    None when ``folder`` is not a real folder, or its ``task.toml`` is not a regular file
+    (never followed) naming one."""
+    try:
+        with open_file(folder, "task.toml") as f:
+            meta = tomllib.loads(f.read(1 << 20).decode())["metadata"]["taskfactory"]
+        return str(meta["task_id"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def folder_task_id(folder: Path) -> str:
     """The task id an exported folder's ``task.toml`` names."""
-    try:
-        meta = tomllib.loads((folder / "task.toml").read_text())["metadata"]["taskfactory"]
-        return str(meta["task_id"])
-    except (KeyError, tomllib.TOMLDecodeError) as exc:
-        raise HarborError(f"{folder}/task.toml has no [metadata.taskfactory] task_id ({exc}); "
-                          "it was not exported by taskfactory") from None
+    task_id = exported_task_id(folder)
+    if task_id is None:
+        raise HarborError(f"{folder}/task.toml has no [metadata.taskfactory] task_id; it was "
+                          "not exported by taskfactory")
+    return task_id
 
 
 def folder_tasks(folders: list[Path], data: Path,
