@@ -295,6 +295,21 @@ class ProbeSection(_Strict):
     """Commands (jinja2, ``{{ key }}`` is the entry's key, shell-quoted) that each make one
     change the probe sees to an existing entry: delete it, append to it, or alter it.  The
     gate's vandal control runs one after the reference solution (``tasks/vandal.py``)."""
+    shared: bool = False
+    """Shared state (a service's records, the shop's tables, a repository's branches and
+    tags): an entry a task did not ask for may not be added, and the verifier fails one
+    (an ``only`` check).  Otherwise the section is scratch: new entries are the solver's
+    own business (work files)."""
+    extra: list[str] = Field(default_factory=list)
+    """For a shared section: commands that each add one entry nobody asked for (the gate's
+    near-miss control runs one after the reference solution, ``tasks/near_miss.py``)."""
+
+    @model_validator(mode="after")
+    def _shared_has_extra(self) -> ProbeSection:
+        if self.shared and not self.extra:
+            raise ValueError("a shared section needs 'extra': a command that adds one entry "
+                             "nobody asked for, which the near-miss control runs")
+        return self
 
 
 class StateType(_Strict):
@@ -443,6 +458,9 @@ class EcosystemSpec(_Strict):
     context: str = ""
     """What a solver is told about the environment in every instruction (e.g. where a
     service listens and how its API looks)."""
+    shared_note: str = ""
+    """One plain sentence every instruction says when the ecosystem has shared probe
+    sections: what may not be added beyond what is asked (``ProbeSection.shared``)."""
     version: str = "1"
     seed: CodeRef
     samplers: CodeRef | None = None
@@ -475,6 +493,14 @@ class EcosystemSpec(_Strict):
     scenarios: list[Scenario] = Field(default_factory=list)
     """The work the ecosystem's tasks are part of (see :class:`Scenario`); graphs outside
     any scenario stay possible (the run's ``off_scenario`` share)."""
+
+    @model_validator(mode="after")
+    def _shared_is_said(self) -> EcosystemSpec:
+        shared = sorted(n for n, s in self.probe_sections.items() if s.shared)
+        if shared and not self.shared_note.strip():
+            raise ValueError(f"probe sections {shared} are shared: 'shared_note' must say, in "
+                             "one sentence, what an instruction may not have added to them")
+        return self
 
     @model_validator(mode="after")
     def _scenarios_use_known_parts(self) -> EcosystemSpec:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from schemas.graph import TaskKind
 from schemas.verifier import GateResult
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 """1: tasks, trajectories, attempts.  2: + provenance on every row, + steps and runs.
 3: + ``tasks.needs_observation`` and the gate's open-loop reward, + ``attempts.tools`` and
 ``attempts.graph_json``.  4: + the gate's vandal reward (``tasks.gate.vandal_reward``).
@@ -24,7 +24,9 @@ SCHEMA_VERSION = 10
 ``attempts.kind``.  7: + ``tasks.scenario`` and ``attempts.scenario``.  8: + ``rollouts``.
 9: reconstruct tasks: + ``tasks.public_cases``, ``tasks.hidden_cases``, ``tasks.cases_json``
 and the gate's memorizer reward; the gate's empty and literals rewards are NULL where those
-controls do not apply.  10: + the gate's hostile reward (``tasks.gate.hostile_reward``)."""
+controls do not apply.  10: + the gate's hostile reward (``tasks.gate.hostile_reward``).
+11: + the gate's near-miss reward; checks of kind ``only`` and answer checks compared by
+their parser."""
 
 Supervision = Literal["masked", "full", "actobs"]
 ActionSpace = Literal["function", "terminal"]

@@ -16,16 +16,26 @@ class Check(BaseModel):
       other text exactly after trimming surrounding whitespace);
     - ``unchanged``: every seeded entry of probe section ``section`` that the task does not
       change is still there and equal under ``compare``: ``expected`` maps each entry's key
-      to its digest (:func:`tasks.comparisons.digest`); ``key`` is the section's name.
+      to its digest (:func:`tasks.comparisons.digest`); ``key`` is the section's name;
+    - ``only``: a shared probe section holds no entry but those of ``expected`` (the seeded
+      ones and those the task asks for): nothing nobody asked for was added; ``key`` is
+      the section's name.
+
+    An answer check's ``compare`` is its parser (``int``, ``number``, ``text``, ``lines``,
+    ``json``): the format its instruction promises.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: Literal["state", "answer", "unchanged"]
+    kind: Literal["state", "answer", "unchanged", "only"]
     key: str
     expected: Any
     section: str = ""
     compare: str = "exact"
+
+
+GUARDS = ("unchanged", "only")
+"""Check kinds that guard what a task leaves alone rather than ask for an output."""
 
 
 class GateResult(BaseModel):
@@ -69,6 +79,10 @@ class GateResult(BaseModel):
     alternative_reward: float | None = None
     """The solution with each step's alternative command (``tasks/alternative.py``):
     accepted tasks score 1; None where no step's tool has an alternative."""
+    near_miss_reward: float | None = None
+    """The reference solution, then changes that each break one promise of the instruction
+    (``tasks/near_miss.py``): accepted tasks score 0, and fail the check of each; None where
+    the control does not apply and on tasks gated before it existed."""
     hostile_reward: float | None = None
     """An agent that only attacks the verifier (``tasks/attacks.py``): accepted tasks
     score 0; None where the control does not run (a backend with one user, on which the
@@ -83,6 +97,7 @@ class GateResult(BaseModel):
     def passed(self) -> bool:
         shortcuts = [self.empty_reward or 0.0, self.partial_reward or 0.0,
                      self.literals_reward or 0.0, self.vandal_reward or 0.0,
-                     self.memorizer_reward or 0.0, self.hostile_reward or 0.0]
+                     self.memorizer_reward or 0.0, self.hostile_reward or 0.0,
+                     self.near_miss_reward or 0.0]
         return (self.baseline_reward == 0.0 and self.reference_reward == 1.0
                 and all(r < 1.0 for r in shortcuts) and self.alternative_reward in (None, 1.0))

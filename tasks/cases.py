@@ -33,7 +33,7 @@ from environments.ecosystems import Ecosystem
 from environments.sandbox import Sandbox
 from schemas.graph import WorkflowGraph
 from schemas.trace import Trace
-from schemas.verifier import Check
+from schemas.verifier import GUARDS, Check
 from tasks.arguments import Argument, case_arguments, program_arguments
 from tasks.commands import solution_failure
 from tasks.failures import StageFailure
@@ -78,9 +78,9 @@ class Case:
 
     @property
     def outputs(self) -> str:
-        """The expected outputs (every check but the unchanged ones), canonical JSON."""
+        """The expected outputs (every check but the guards), canonical JSON."""
         return json.dumps([[c.kind, c.section, c.key, c.expected] for c in self.checks
-                           if c.kind != "unchanged"], sort_keys=True, default=str)
+                           if c.kind not in GUARDS], sort_keys=True, default=str)
 
     def ref(self) -> dict:
         """What the task row records of the case."""

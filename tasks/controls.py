@@ -27,7 +27,12 @@ rebuilt environment.
 - ``unrepaired``: a fix task's reference minus its repair steps (only when other writes
   follow them): a later step must not make the repair moot;
 - ``vandal``: the reference solution, then one change to a seeded entry the task leaves
-  alone (:mod:`tasks.vandal`; only where a probe section declares how to make one);
+  alone in each probe section that declares how to make one (:mod:`tasks.vandal`), all
+  at once: each section's ``unchanged`` check must fail;
+- ``near_miss``: the reference solution, then changes that each break one promise of the
+  instruction (an extra entry in a shared section, rows or columns in another order, the
+  answer in a near format; :mod:`tasks.near_miss`), all at once: the check of each must
+  fail (``validate/promise_unchecked`` names those that do not);
 - ``alternative``: the reference solution with each step's command replaced by one of its
   tool's ``alternatives`` (:mod:`tasks.alternative`; only where a tool declares some) must
   pass as the reference does;
@@ -65,11 +70,12 @@ from schemas.trace import StepTrace, Trace
 from schemas.verifier import Check
 from tasks.alternative import AlternativeSolution, alternative_solution, explain
 from tasks.attacks import attack_script, attacks_for
-from tasks.commands import solution_failure, solution_script
+from tasks.commands import shell_script, solution_failure, solution_script
 from tasks.failures import Reason, StageFailure
+from tasks.near_miss import NearMiss, near_misses
 from tasks.program import installer, memorizer_program, program_script
 from tasks.shortcuts import Shortcut, shortcut
-from tasks.vandal import vandalism
+from tasks.vandal import vandal_script, vandalisms
 
 
 @dataclass(frozen=True)
@@ -153,6 +159,9 @@ class Acted:
     answers: list[str] | None = None
     what: str = ""
     """What the control did, when it is not the same for every task (a rejection names it)."""
+    targets: tuple[tuple[str, str], ...] = ()
+    """(what was broken, the check that must catch it) for each change of a control that
+    makes several at once: every one of those checks must fail, not just one."""
 
 
 @dataclass(frozen=True)
@@ -193,6 +202,7 @@ class Trial:
     solved: Solved | None = None
     what: str = ""
     why: str = ""
+    targets: tuple[tuple[str, str], ...] = ()
 
     @property
     def solve_exit(self) -> int | None:
@@ -207,8 +217,16 @@ class Trial:
                 else solution_failure(solved.exit_code, solved.stderr))
 
     @property
+    def missed(self) -> list[str]:
+        """What the control broke that no failing check caught (a reconstruct verifier
+        names a check with its case: ``case-c:files/out.csv``)."""
+        failed = {name.split(":", 1)[1] if ":" in name.split("/", 1)[0] else name
+                  for name in self.score.failed}
+        return [what for what, check in self.targets if check not in failed]
+
+    @property
     def ok(self) -> bool:
-        return self.control.holds(self.score.reward, self.solve_exit)
+        return self.control.holds(self.score.reward, self.solve_exit) and not self.missed
 
     def failure(self) -> StageFailure:
         """The gate's rejection for a control that did not score as expected."""
@@ -257,10 +275,30 @@ def _unrepaired(host: Host, task: ControlTask) -> Acted:
 
 
 def _vandal(host: Host, task: ControlTask) -> Acted:
-    change = vandalism(task.eco, task.checks)
-    assert change is not None, "the vandal control applies only with a change to make"
+    changes = vandalisms(task.eco, task.checks)
+    assert changes, "the vandal control applies only with a change to make"
     host.solved()
-    return Acted(solved=host.solve(change.script), what=str(change))
+    return Acted(solved=host.solve(vandal_script(changes)),
+                 what="; ".join(map(str, changes)),
+                 targets=tuple((f"{c.section} ({c})", c.check) for c in changes))
+
+
+def _near_misses(task: ControlTask) -> list[NearMiss]:
+    return near_misses(task.eco, task.checks, static=task.reconstruct)
+
+
+def _near_miss(host: Host, task: ControlTask) -> Acted:
+    misses = _near_misses(task)
+    commands = [m.command for m in misses]
+    if task.reconstruct:
+        program = program_script(task.trace, task.eco.spec.answer_file)
+        solved = host.solve(installer(program.rstrip() + "\n" + "\n".join(commands)))
+    else:
+        host.solved()
+        solved = host.solve(shell_script("Near-miss control: the reference, then changes "
+                                         "that each break one promise.", commands))
+    return Acted(solved=solved, what="; ".join(map(str, misses)),
+                 targets=tuple((m.promise, m.check) for m in misses))
 
 
 def _alternative_solution(task: ControlTask) -> AlternativeSolution | None:
@@ -335,9 +373,13 @@ CONTROLS: tuple[Control, ...] = (
             applies=lambda task: bool(_repairs(task)) and len(_writes(task)) > len(
                 [s for s in _repairs(task) if task.eco.spec.tool(s.tool).effect == "write"])),
     Control("vandal", _vandal, "fail", "vandal_passed",
-            "the verifier passes after the reference solution and {what}, which ran with "
-            "{solved} ({passed}/{total} checks)",
-            applies=lambda task: _builds(task) and vandalism(task.eco, task.checks) is not None),
+            "after the reference solution and {what}, which ran with {solved}, the verifier "
+            "({passed}/{total} checks) does not catch the change of {why}",
+            applies=lambda task: _builds(task) and bool(vandalisms(task.eco, task.checks))),
+    Control("near_miss", _near_miss, "fail", "promise_unchecked",
+            "after the reference solution, then changes that each break one promise "
+            "({what}), which ran with {solved}, the verifier ({passed}/{total} checks) does "
+            "not check {why}", applies=lambda task: bool(_near_misses(task))),
     Control("alternative", _alternative, "pass", "overspecified",
             "the solution with the alternative commands of {what} {solved}, verifier "
             "{passed}/{total} checks; failing: {why}",
@@ -367,9 +409,10 @@ def run_control(host: Host, control: Control, task: ControlTask) -> Trial:
     with host.start():
         acted = control.act(host, task)
         score = host.score(acted.answers)
-    trial = Trial(control, score, acted.solved, acted.what)
-    if not trial.ok and (control.explain is not None or control.blame is not None):
+    trial = Trial(control, score, acted.solved, acted.what, targets=acted.targets)
+    if not trial.ok:
         why = (control.explain(task, score) if control.explain is not None
-               else control.blame(host, task) if control.blame is not None else "")
-        trial = Trial(control, score, acted.solved, acted.what, why)
+               else control.blame(host, task) if control.blame is not None
+               else ", ".join(trial.missed) or "any of them")
+        trial = Trial(control, score, acted.solved, acted.what, why, acted.targets)
     return trial

@@ -7,9 +7,11 @@ A step is *consumed* when a later executed step binds an input to its output (a 
 no later step consumes, the keys of seeded entries a step changes in place and of
 entries a ``creates`` tool adds (records of the system, whose end state is part of the
 goal whatever reads them later), plus
-every key a checked value of a deliverable names as a whole token (a subtask's
-``parent`` id, the table a view selects from: a solver could not give that entry a name
-of its own and still pass), until no more are named.  A write step is
+every key checked in a shared probe section (a table of the shop, a branch: the solver
+may add nothing there it was not asked for, so it is asked for by name), plus every key a
+checked value of a deliverable names as a whole token (a subtask's ``parent`` id, the
+table a view selects from: a solver could not give that entry a name of its own and still
+pass), until no more are named.  A write step is
 *listed* when its key is a deliverable key — so every change of a deliverable entry is
 listed, in order, even one that a later change of the same entry consumes (a ticket
 changed twice, a branch created and then committed to).  The other write steps are
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from schemas.ecosystem import EcosystemSpec, ToolSpec
 from schemas.graph import WorkflowGraph
 from schemas.trace import Trace
-from schemas.verifier import Check
+from schemas.verifier import GUARDS, Check
 from tasks.failures import StageFailure
 from tasks.grounding import appears
 
@@ -66,7 +68,7 @@ def _named(checks: Sequence[Check], deliverable: set[str], produced: set[str]) -
     """The intermediate keys the checked values of deliverables (and of entries no step
     writes, and the answer) name."""
     texts = [c.expected if isinstance(c.expected, str) else json.dumps(c.expected)
-             for c in checks if c.kind != "unchanged"
+             for c in checks if c.kind not in GUARDS
              and (c.key in deliverable or c.key not in produced)]
     return {k for k in produced - deliverable if appears(k, texts)}
 
@@ -89,6 +91,13 @@ def _lasting(spec: EcosystemSpec, trace: Trace, writes: dict[int, str]) -> set[s
     return lasting
 
 
+def _shared_keys(spec: EcosystemSpec, checks: Sequence[Check]) -> set[str]:
+    """Keys checked in a shared probe section: an entry there is asked for by name, never
+    the solver's scratch (it may add nothing else there)."""
+    return {c.key for c in checks if c.kind == "state"
+            and (conf := spec.probe_sections.get(c.section)) is not None and conf.shared}
+
+
 def flow(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace,
          checks: Sequence[Check] = ()) -> Flow:
     """The :class:`Flow` of ``trace``, executed from ``graph``, whose probe delta gave
@@ -103,6 +112,7 @@ def flow(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace,
     deliverable = {k for i, k in writes.items() if i not in consumed}
     deliverable |= _lasting(spec, trace, writes)
     produced = set(writes.values())
+    deliverable |= produced & _shared_keys(spec, checks)
     while named := _named(checks, deliverable, produced):
         deliverable |= named
     listed = frozenset(i for i, k in writes.items() if k in deliverable)
@@ -118,7 +128,7 @@ def goal_checks(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace,
     penalised for it.  Raises ``verify/no_outcome`` when nothing is left to check."""
     dropped = flow(spec, graph, trace, checks).intermediate_keys
     kept = [c for c in checks if c.kind != "state" or c.key not in dropped]
-    if all(c.kind == "unchanged" for c in kept):
+    if all(c.kind in GUARDS for c in kept):
         raise StageFailure("verify", "no_outcome",
                            "only intermediate results change; nothing is delivered")
     return kept

@@ -31,6 +31,7 @@ Reason = Literal[
     "vandal_passed",     # ... after the reference plus a change to an entry it must keep
     "overspecified",     # the verifier fails a solution that takes another correct route
     "hackable",          # an agent that only attacks the verifier gets a reward
+    "promise_unchecked",  # the verifier passes a near miss that breaks one promise
     "no_observation_needed",  # solvable open-loop, and the run requires observation
     "case_layout",       # (reconstruct) too few seeds lay out what the program reads
     "case_failed",       # (reconstruct) the reference program fails on a case

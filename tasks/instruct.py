@@ -17,7 +17,9 @@ code span (:mod:`tasks.compose`).
 A fix task's instruction opens with its fault's ``symptom``: the defect as a user reports
 it, never the fix (the repair step's own line states the goal).  A graph planned in a
 scenario opens with one of the scenario's ``motivations`` (before the symptom): why the
-work is done.
+work is done.  The closer promises what the verifier guards: that existing entries stay as
+they are (``unchanged`` checks) and, for an ecosystem with shared probe sections, its
+``shared_note`` (``only`` checks: nothing added there that was not asked for).
 
 The wording varies with the candidate seed: the opener (drawn from pools that fit the
 items, and for spec the executed graph's structure), the item layout, the answer format
@@ -250,6 +252,8 @@ def render_instruction(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed:
     layout_id, layout = _pick(rng, phrases["layouts"])
     closer_id, closer = _pick(rng, phrases["closers"] if eco.spec.preserves_existing
                               else PHRASES["open_closers"])
+    if eco.spec.shared_note.strip():  # what may not be added to shared state: `only` checks
+        closer = f"{closer} {eco.spec.shared_note.strip()}"
     verbs = phrases.get("verbs", {})
     lines = []
     for n, item in enumerate(items, start=1):

@@ -17,6 +17,14 @@ any number token of the same value (``26`` leaks ``26.0``).  The opener, closer,
 paragraph and list numbering are fixed wording that does not depend on the task's
 values, so they are not searched (``1.`` in a numbered list leaks nothing).  Multi-line
 answers are matched whole.
+
+One item may also answer another: a text answer (with a letter, four characters or more)
+equal to a value another item asks to be made, when the instruction alone determines that
+value (its step reads nothing looked up, and no literal of it is written as a
+description) — the message of a tag the task restores — is read off that item, shown or
+not (a git fix task restoring a tag with "the message it had (Release and its version)"
+and asking for the subject of the commit it tags, ``Release 0.2.0``).  A value the solver
+must look up first (the email of a team's lead it assigns a ticket to) answers nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +33,11 @@ import re
 from collections.abc import Sequence
 from typing import Protocol
 
+from schemas.ecosystem import EcosystemSpec
+from schemas.graph import WorkflowGraph
+from schemas.trace import Trace
+from schemas.verifier import Check
+from tasks.deliverables import flow
 from tasks.failures import StageFailure
 from tasks.grounding import appears
 from tasks.markdown import code_spans
@@ -66,9 +79,48 @@ def leaked_in(answer: str, text: str, items: Sequence[Line]) -> str | None:
     return None
 
 
-def check_not_leaked(answer: str | None, text: str, items: Sequence[Line]) -> None:
-    """Raise ``instruct/leaked_answer`` when the instruction shows the task's answer."""
-    where = leaked_in(answer or "", text, items)
+def _leaves(value: object) -> list[str]:
+    """Every text inside a checked value (dict values and list items, recursively)."""
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _leaves(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _leaves(v)]
+    return [value] if isinstance(value, str) else []
+
+
+def determined(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace,
+               checks: Sequence[Check], described: set[str]) -> list[Check]:
+    """The state checks of entries whose value the instruction alone determines: written by
+    a step bound to no read step's output and none of whose literals is described."""
+    steps = flow(spec, graph, trace, checks)
+    keys = set()
+    for i, st in enumerate(trace.steps):
+        tool = spec.tool(st.tool)
+        looked_up = any(spec.tool(trace.steps[u].tool).effect != "write"
+                        for u in steps.ups[i].values())
+        if tool.effect == "write" and tool.returns.from_param and not looked_up \
+                and not described & {str(v) for v in st.args.values()}:
+            keys.add(st.args[tool.returns.from_param])
+    return [c for c in checks if c.kind == "state" and c.key in keys]
+
+
+def answered_by(answer: str, checks: Sequence[Check]) -> str | None:
+    """The other item whose checked value is the answer (see the module doc), or None;
+    ``checks``: those :func:`determined` keeps."""
+    want = answer.strip().lower()
+    if len(want) < 4 or not any(ch.isalpha() for ch in want):
+        return None
+    for c in checks:
+        if c.kind == "state" and any(t.strip().lower() == want for t in _leaves(c.expected)):
+            return f"the value asked of {c.section}/{c.key}"
+    return None
+
+
+def check_not_leaked(answer: str | None, text: str, items: Sequence[Line],
+                     checks: Sequence[Check] = ()) -> None:
+    """Raise ``instruct/leaked_answer`` when the instruction shows the task's answer, or
+    another of its items asks for it (``checks``: the :func:`determined` ones)."""
+    where = leaked_in(answer or "", text, items) or answered_by(answer or "", checks)
     if where is not None:
         shown = answer.strip() if answer else ""
         shown = shown if len(shown) <= 40 else shown[:37] + "..."

@@ -36,7 +36,7 @@ from schemas.ecosystem import EcosystemSpec
 from schemas.graph import WorkflowGraph
 from schemas.records import InstructionStyle
 from schemas.trace import Trace
-from schemas.verifier import Check
+from schemas.verifier import GUARDS, Check
 from tasks.deliverables import flow
 from tasks.failures import StageFailure
 from tasks.markdown import code_spans
@@ -117,7 +117,7 @@ def required_literals(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace,
         if tool.effect == "write" and tool.returns.from_param:
             produced.add(st.args[tool.returns.from_param])
     for c in checks:
-        if c.kind == "unchanged":
+        if c.kind in GUARDS:
             continue  # promised by the closer, not by a literal
         if c.kind == "answer":
             add(c.key)

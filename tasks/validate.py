@@ -185,13 +185,14 @@ def run_reconstruct_gate(sandbox: Sandbox, eco: Ecosystem, trace: Trace, checks:
 
 def gate_result(scores: dict[str, Score]) -> GateResult:
     """The gate's record of the controls' scores (``empty``, ``literals``, ``partial``,
-    ``memorizer``, ``vandal``, ``alternative`` and ``hostile`` are None without them; without
+    ``memorizer``, ``vandal``, ``near_miss``, ``alternative`` and ``hostile`` are None
+    without them; without
     ``open_loop`` the open-loop solution was the reference)."""
     nop, ref = scores["nop"], scores["reference"]
     empty, lits, memorizer = scores.get("empty"), scores.get("literals"), scores.get("memorizer")
     partial, open_loop = scores.get("partial"), scores.get("open_loop", ref)
     vandal, alternative = scores.get("vandal"), scores.get("alternative")
-    hostile = scores.get("hostile")
+    hostile, near_miss = scores.get("hostile"), scores.get("near_miss")
     return GateResult.model_validate({
         "checks_total": ref.checks_total,
         "baseline_reward": nop.reward, "baseline_checks_passed": nop.checks_passed,
@@ -207,4 +208,5 @@ def gate_result(scores: dict[str, Score]) -> GateResult:
         "vandal_reward": vandal.reward if vandal else None,
         "vandal_checks_passed": vandal.checks_passed if vandal else None,
         "alternative_reward": alternative.reward if alternative else None,
-        "hostile_reward": hostile.reward if hostile else None})
+        "hostile_reward": hostile.reward if hostile else None,
+        "near_miss_reward": near_miss.reward if near_miss else None})

@@ -80,7 +80,8 @@ def _produced(eco: Ecosystem, trace: Trace) -> dict[str, str | None]:
 
 def derive_checks(eco: Ecosystem, trace: Trace, before: dict, after: dict) -> list[Check]:
     """One content check per changed probe entry, plus the answer, plus (per ``preserved``
-    section) one check that every entry the trace leaves alone is unchanged.
+    section) one check that every entry the trace leaves alone is unchanged, plus (per
+    shared section) one check that no entry but those the reference left was added.
 
     In a ``strict`` probe section every changed entry must be a write step's declared
     output; elsewhere side effects are allowed and still checked.
@@ -106,11 +107,27 @@ def derive_checks(eco: Ecosystem, trace: Trace, before: dict, after: dict) -> li
             checks.append(Check(kind="state", section=section, key=key, expected=new[key],
                                 compare=compare))
     if trace.answer is not None:
-        checks.append(Check(kind="answer", key=eco.spec.answer_file, expected=trace.answer))
+        parser = eco.spec.tool(trace.steps[-1].tool).returns.parser
+        checks.append(Check(kind="answer", key=eco.spec.answer_file, expected=trace.answer,
+                            compare=ANSWER_COMPARE.get(parser, "text")))
     if not checks:
         raise StageFailure("verify", "no_outcome",
                            "the workflow changes nothing and answers nothing")
-    return checks + unchanged_checks(eco, before, after)
+    return checks + unchanged_checks(eco, before, after) + only_checks(eco, after)
+
+
+ANSWER_COMPARE = {"int": "int", "number": "number", "json": "json", "lines": "lines",
+                  "csv": "lines"}
+"""An answer's parser -> how its check compares (``text`` for the others): the format the
+instruction promises for it."""
+
+
+def only_checks(eco: Ecosystem, after: dict) -> list[Check]:
+    """Per checked, shared probe section: the entries it may hold at the end, those
+    ``after`` (the reference's end state) holds; any other was added unasked."""
+    return [Check(kind="only", section=name, key=name, expected=sorted(after.get(name, {})))
+            for name, conf in sorted(eco.spec.probe_sections.items())
+            if conf.shared and conf.checked]
 
 
 def unchanged_checks(eco: Ecosystem, before: dict, after: dict) -> list[Check]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from schemas.records import StageName
 from tasks.instruct import context_text
-from tasks.leaks import check_not_leaked
+from tasks.leaks import check_not_leaked, determined
 from tasks.paraphrase import paraphrase_instruction
 from tasks.preserve import check_items_preserved, check_preserved, required_literals
 from tasks.stages.context import CandidateContext, Phase
@@ -28,7 +28,9 @@ class Instruct:
                                      {x: d.shown for x, d in ctx.descriptions.items()})
         check_preserved(draft.text, required)
         check_items_preserved(draft.items, required, context_text(ctx.eco, draft.style))
-        check_not_leaked(ctx.trace.answer, draft.text, draft.items)
+        check_not_leaked(ctx.trace.answer, draft.text, draft.items,
+                         determined(ctx.eco.spec, ctx.graph, ctx.trace, ctx.checks,
+                                    set(ctx.descriptions)))
         ctx.required = required
         ctx.instruction = draft
         if ctx.llm is not None:

@@ -195,7 +195,8 @@ SPEC_TEXT_SEED_7 = (
     "Prepare the following outputs:\n\n"
     "- `out/column_values.txt`: the values of the `balance` column of `data/customers.csv`, "
     "one per line in row order, without the header.\n"
-    "- `out/first_lines.txt`: the first `26` lines of `out/column_values.txt`.\n"
+    "- `out/first_lines.txt`: the first `26` lines of `out/column_values.txt`, in their "
+    "order.\n"
     "- `answer.txt`: the number of lines in `out/first_lines.txt`, as a plain integer.\n\n"
     "Background: Your working directory holds a small project: application logs under logs/, "
     "CSV data exports under data/, JSON configuration under config/ and notes under docs/.\n\n"
@@ -203,7 +204,8 @@ SPEC_TEXT_SEED_7 = (
 
 
 def test_spec_style_is_the_former_goal_text_byte_for_byte():
-    """Pinned from the goal style as it rendered before goal-level instructions existed."""
+    """Pinned from the goal style as it rendered before goal-level instructions existed
+    (with the promise of order a tool's intent has stated since: "in their order")."""
     graph, trace, _ = chain_task()
     spec = render_instruction(FILES, graph, trace, seed=7, style="spec")
     assert spec.text == SPEC_TEXT_SEED_7

@@ -16,7 +16,8 @@ Sections (keys sorted, so two runs on one state print the same bytes):
   canonically (row order and rowids are not state a solver controls).  Every non-NULL
   value is rendered as text (``str`` of the stored int/float/text; blobs as ``x'hex'``),
   so equivalent solutions that differ only in column affinity compare equal.
-- ``schema``: name -> ``{"type": "table" | "view", "columns": [sorted column names]}``.
+- ``schema``: name -> ``{"type": "table" | "view", "columns": [column names, in the
+  table's order]}``: a task that promises a table's columns in an order checks it.
   No SQL text, root pages or column declarations: those differ between equal solutions.
 - ``indexes``: user index name -> ``{"table", "columns" (in index order), "unique"}``.
 - ``files``: every other file of the workspace outside hidden folders (not the database,
@@ -110,7 +111,7 @@ def read_database(con, steps):
                 except sqlite3.Error:  # e.g. a view over a dropped table, or over budget
                     columns, rows = [], None
                 tables[name] = rows
-                schema[name] = {"type": kind, "columns": sorted(columns)}
+                schema[name] = {"type": kind, "columns": columns}
             elif kind == "index":
                 info = con.execute(f"PRAGMA index_info({quote_ident(name)})").fetchall()
                 unique = [r[2] for r in con.execute(f"PRAGMA index_list({quote_ident(table)})")
