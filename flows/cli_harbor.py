@@ -22,6 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from flows.cli_types import out_path, text
 from flows.usage import UsageError
 
 if TYPE_CHECKING:
@@ -34,10 +35,11 @@ HARBOR_HINT = "harbor run -p {out} -a oracle (Harbor's docker environment needs 
 def add_export_parser(targets: argparse._SubParsersAction) -> None:
     """``export harbor`` and its options."""
     p = targets.add_parser("harbor", help="one Harbor task folder per accepted task")
-    p.add_argument("--out", type=Path, required=True, help="folder to write the tasks into")
+    p.add_argument("--out", type=out_path, required=True, help="folder to write the tasks into")
     _task_source_options(p)
-    p.add_argument("--where", metavar="SQL", help="DuckDB condition on the tasks table and "
-                   "the difficulty view, e.g. \"pass_at_k < 0.75\"")
+    p.add_argument("--where", type=text, metavar="SQL",
+                   help="DuckDB condition on the tasks table and the difficulty view, "
+                        "e.g. \"pass_at_k < 0.75\"")
     p.add_argument("--network", choices=["public", "no-network"], default="public",
                    help="[environment] network_mode in task.toml (default %(default)s)")
     p.add_argument("--memory-mb", type=int, default=2048, help="[environment] memory_mb")

@@ -12,7 +12,6 @@ manifest first (``pending``), so an interrupted repair is finished by the next o
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -91,7 +90,6 @@ def _rerun(dataset: Dataset, run_id: str, ids: list[str]) -> None:
     from flows.factory import run_factory
     from flows.providers import close_run
 
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         summary = run_factory(settings, run_id=run_id, resume=True, only=ids)
     except KeyboardInterrupt:

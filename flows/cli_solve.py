@@ -10,21 +10,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 from pathlib import Path
 
-from flows.usage import UsageError
+from flows.cli_types import out_path, text
+from flows.usage import UsageError, option_error
 
 
 def add_solve_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("solve", help="run k attempts of an agent per task on an "
                                      "OpenAI-compatible endpoint; write rollouts")
     p.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
-    p.add_argument("--where", help="SQL condition on tasks (e.g. \"ecosystem = 'sql'\")")
+    p.add_argument("--where", type=text, help="SQL condition on tasks (e.g. \"ecosystem = 'sql'\")")
     p.add_argument("--k", type=int, default=4, help="attempts per task (default 4)")
-    p.add_argument("--base-url", required=True, help="the endpoint, e.g. http://host:8000/v1")
-    p.add_argument("--model", required=True)
+    p.add_argument("--base-url", type=text, required=True, help="the endpoint, e.g. http://host:8000/v1")
+    p.add_argument("--model", type=text, required=True)
     p.add_argument("--action-space", choices=["terminal", "function"], default="terminal",
                    help="terminal: one bash tool; function: the ecosystem's tools")
     p.add_argument("--max-turns", type=int, default=30)
@@ -44,8 +44,8 @@ def add_preference_parser(targets: argparse._SubParsersAction) -> None:
     p = targets.add_parser("preference", help="DPO pairs (chosen/rejected) of a solved and a "
                                               "failed rollout of the same task")
     p.add_argument("--action-space", choices=["terminal", "function"], default="terminal")
-    p.add_argument("--where", help="condition on tasks and difficulty")
-    p.add_argument("--out", type=Path, required=True, help="JSONL file to write")
+    p.add_argument("--where", type=text, help="condition on tasks and difficulty")
+    p.add_argument("--out", type=out_path, required=True, help="JSONL file to write")
     p.add_argument("--data", type=Path, default=Path("data"))
     p.set_defaults(func=cmd_export_preference)
 
@@ -76,8 +76,9 @@ def _settings(args: argparse.Namespace):  # noqa: ANN202 (imported lazily)
             token_budget=args.token_budget, workers=args.workers,
             ecosystem_dirs=args.ecosystem_dir)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise UsageError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from None
+        raise option_error(exc, {"command_timeout_s": "--command-timeout",
+                                 "wall_s": "--time-limit", "ecosystem_dirs": "--ecosystem-dir"}
+                           ) from None
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
@@ -100,7 +101,6 @@ def cmd_solve(args: argparse.Namespace) -> int:
     server = server_unless_configured()
     from flows.solve import solve
 
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         if server is not None:
             server.wait_ready(float(os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"]))

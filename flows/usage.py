@@ -1,6 +1,24 @@
 """The CLI's bad-input error, in its own module so that command modules and ``flows.cli``
 (also when run as ``python -m flows.cli``) share one class."""
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
 
 class UsageError(Exception):
     """Bad input: reported as one line ``taskfactory: error: ...``, exit code 2."""
+
+
+def option_error(exc: ValidationError,
+                 options: Mapping[str, str] | None = None) -> UsageError:
+    """The first problem a settings model found, as a UsageError naming the option it came
+    from: ``options[field]``, else ``--`` and the field's name with dashes."""
+    err = exc.errors()[0]
+    field = str(err["loc"][0]) if err["loc"] else ""
+    option = (options or {}).get(field) or "--" + field.replace("_", "-")
+    return UsageError(f"{option}: {err['msg'].removeprefix('Value error, ')}")

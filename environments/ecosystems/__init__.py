@@ -204,9 +204,10 @@ def _modules(folder: Path, spec: EcosystemSpec, spec_file: Path) -> dict[str, st
 
 
 def load_ecosystem(name_or_path: str) -> Ecosystem:
-    """A built-in ecosystem by name, or a user's ecosystem folder by path."""
+    """A built-in ecosystem by name, or a user's ecosystem folder by path (an empty name
+    is neither, not the current folder)."""
     candidate = Path(name_or_path)
-    if candidate.is_dir():
+    if name_or_path.strip() and candidate.is_dir():
         folder = candidate.resolve()
     elif (BUILTIN_DIR / name_or_path / SPEC_FILE).is_file():
         folder = BUILTIN_DIR / name_or_path

@@ -1,0 +1,47 @@
+"""Argument types of the command line: what a value must look like to be read at all.
+
+Bounds (how many, how large) are not here: they live in the settings models
+(:mod:`flows.settings`, :mod:`flows.solve_settings`), which also check what a deployment
+passes.  Each type raises ``argparse.ArgumentTypeError``, which the parser turns into one
+line ``taskfactory: error: argument --x: ...`` and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def whole(text: str) -> int:
+    """A whole number (its bounds: the settings model's)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+
+
+def number(text: str) -> float:
+    """A number like 0.1 (its bounds: the settings model's)."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number like 0.1, got {text!r}") from None
+
+
+def text(value: str) -> str:
+    """Text that is valid UTF-8 (SQL, a name, a URL): a byte that is not UTF-8 reaches
+    Python as a lone surrogate, which no library downstream can encode."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise argparse.ArgumentTypeError(
+            f"holds a byte that is not UTF-8 (at character {exc.start}); write it as "
+            "UTF-8 text") from None
+    return value
+
+
+def out_path(value: str) -> Path:
+    """A path to write to: never empty (an empty path is the current folder)."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("an empty path; name the file or folder to write")
+    return Path(value)
