@@ -371,7 +371,13 @@ def _dataset_parsers(sub: argparse._SubParsersAction) -> None:
     query.add_argument("--verify", action="store_true",
                        help="accepted for old scripts; does nothing: every shard's sha256 is "
                             "always checked")
-    query.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    query.add_argument("--format", choices=["table", "csv", "json"], default="table",
+                       help="json: JSON Lines, one object per row")
+    query.add_argument("--memory-limit", type=text, metavar="SIZE",
+                       help="DuckDB's memory limit (default 2GB); beyond it the query "
+                            "spills to a scratch folder under TMPDIR")
+    query.add_argument("--timeout", type=number, metavar="S",
+                       help="stop the query after S seconds (default 600; 0: never)")
     query.set_defaults(func=cmd_query)
     stats = sub.add_parser("stats", help="yield, rejections, repairs, distributions and "
                                          "instruction diversity")
