@@ -12,6 +12,7 @@ manifest first (``pending``), so an interrupted repair is finished by the next o
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -74,9 +75,11 @@ def cmd_repair(args: argparse.Namespace) -> int:
 
 
 def _rerun(dataset: Dataset, run_id: str, ids: list[str]) -> None:
-    """Run ``ids`` of the complete run ``run_id`` again with its recorded settings."""
+    """Run ``ids`` of the complete run ``run_id`` again with its recorded settings, with
+    the temporary Prefect server of ``run`` when no server is configured (in a session of
+    its own, stopped when repair ends, and killed with it)."""
     from environments.docker.config import docker_available
-    from flows.api_server import quiet_prefect
+    from flows.api_server import ServerError, quiet_prefect, server_unless_configured
     from flows.settings import RunSettings
 
     data = dataset.path
@@ -85,18 +88,24 @@ def _rerun(dataset: Dataset, run_id: str, ids: list[str]) -> None:
     if settings.backend == "docker" and not docker_available():
         raise UsageError(f"run {run_id} ran on the docker backend and no Docker daemon "
                          "answers; start one (make engine) and repair again")
-    print(f"re-running {len(ids)} candidates of run {run_id} with its recorded settings")
+    print(f"re-running {len(ids)} candidates of run {run_id} with its recorded settings",
+          flush=True)
     quiet_prefect()
+    server = server_unless_configured()
     from flows.factory import run_factory
     from flows.providers import close_run
 
     try:
+        if server is not None:
+            server.wait_ready(float(os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"]))
         summary = run_factory(settings, run_id=run_id, resume=True, only=ids)
     except KeyboardInterrupt:
         removed = close_run(run_id)
         print(f"interrupted: {removed} sandboxes removed; `taskfactory repair --data {data}` "
               "finishes the repair", file=sys.stderr)
         raise SystemExit(130) from None
+    except ServerError as exc:
+        raise UsageError(str(exc)) from None
     print(f"run {run_id}: {len(ids)} candidates re-run, {summary.accepted} of the run's "
           f"{summary.candidates} candidates accepted")
 

@@ -252,11 +252,25 @@ def _result_storage(data: Path) -> LocalFileSystem:
     return block
 
 
+class _NotForCtrlC(logging.Filter):
+    """Drops Prefect's "Crash detected! Execution was aborted by an interrupt signal." (or
+    "by a termination signal"): the command says in one line that it was interrupted and
+    what to do; every other crash is still logged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not ("Crash detected! Execution was aborted by a" in message
+                    and message.endswith(("interrupt signal.", "termination signal.")))
+
+
 def run_factory(settings: RunSettings, run_id: str | None = None, resume: bool = False,
                 runner: Runner | str = Runner.threads, address: str | None = None,
                 only: list[str] | None = None) -> RunSummary:
     """Run the flow on ``runner`` (a thread pool sized for I/O-bound sandbox work, or a
     Dask cluster at ``address``; see flows/runners.py)."""
     logging.getLogger("prefect").setLevel(logging.WARNING)
+    for name in ("prefect.flow_runs", "prefect.task_runs"):
+        if not any(isinstance(f, _NotForCtrlC) for f in logging.getLogger(name).filters):
+            logging.getLogger(name).addFilter(_NotForCtrlC())
     return factory(settings, run_id=run_id, resume=resume, runner=Runner(runner),
                    address=address, only=only)

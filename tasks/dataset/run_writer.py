@@ -9,8 +9,9 @@
    skips) and every task into the dedup index, in commit order;
 2. :meth:`RunWriter.begin`: the run is recorded ``running`` in the manifest (a resume is
    counted, a repair is not); from then on an exception that leaves the context marks
-   the run ``failed`` with the reason, in the *committed* manifest (so no uncommitted
-   shard gets listed), while the lock is still held.  A kill leaves it ``running``;
+   the run ``failed`` with the reason (a repair's run ``complete`` again), in the
+   *committed* manifest (so no uncommitted shard gets listed), while the lock is still
+   held.  A kill leaves it ``running``;
    ``--resume`` continues both;
 3. :meth:`RunWriter.record`, once per candidate **in candidate order**: dedup, provenance
    (:class:`tasks.dataset.recorder.Recorder`), then the shard writer, which commits every
@@ -152,14 +153,17 @@ class RunWriter:
             provenance=self.identity.provenance(seed=self.settings["seed"], image_id=None))
 
     def fail(self, exc: BaseException) -> None:
-        """Mark the run ``failed`` in the committed manifest, if it began and is running."""
+        """Mark the run ``failed`` in the committed manifest, if it began and is running;
+        a repair's run (complete before it, its lost candidates recorded as ``pending``
+        for the next repair) is ``complete`` again instead."""
         if self.entry is None:
             return
         with suppress(DatasetError):  # an unreadable manifest: the error at hand says more
             committed = load_manifest(self.data)
             entry = committed.runs.get(self.run_id)
             if entry is not None and entry.status == "running":
-                entry.status, entry.reason = "failed", reason_of(exc)
+                entry.status, entry.reason = (("complete", None) if self.repair
+                                              else ("failed", reason_of(exc)))
                 save_manifest(self.data, committed)
 
 
