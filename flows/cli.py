@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flows.cli_data import cmd_card, cmd_query, cmd_stats, hold_for_run, resume_settings
-from flows.cli_types import number, out_path, text, whole
+from flows.cli_types import add_trust_option, number, out_path, text, whole
 from flows.usage import UsageError, option_error
 
 if TYPE_CHECKING:
@@ -323,6 +323,7 @@ def _plan_parser(sub: argparse._SubParsersAction) -> None:
     plan.add_argument("--kinds", metavar="KIND:W,...")
     plan.add_argument("--off-scenario", type=number, metavar="0..1")
     plan.add_argument("--format", choices=["text", "json"], default="text")
+    add_trust_option(plan)
     plan.set_defaults(func=cmd_plan)
 
 
@@ -359,6 +360,7 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strict", action="store_true",
                    help="a tool that fails rejects its candidate: no repair replaces it with "
                         "another tool or drops its step")
+    add_trust_option(p)
     p.add_argument("--shard-rows", type=whole,
                    help="rows per table that trigger a shard commit (default 500)")
 
@@ -463,7 +465,8 @@ def main(argv: list[str] | None = None) -> int:
     with _terminate_as_interrupt():
         try:
             args = build_parser().parse_args(argv)
-            code = args.func(args)
+            with _trusting(getattr(args, "trust_ecosystem", False)):
+                code = args.func(args)
             return EXIT_CORRUPT if code == 0 and take_excluded() else code
         except (UsageError, DatasetError) as exc:
             print(f"taskfactory: error: {exc}", file=sys.stderr)
@@ -474,6 +477,26 @@ def main(argv: list[str] | None = None) -> int:
         except BrokenPipeError:  # the reader went away (e.g. `| head`): not an error
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 0
+
+
+@contextlib.contextmanager
+def _trusting(trust: bool) -> Iterator[None]:
+    """With ``--trust-ecosystem``, user ecosystem code runs unsandboxed in this process and
+    what it starts, for as long as the command runs (``main`` may be called again)."""
+    if not trust:
+        yield
+        return
+    from environments.ecosystems.code import TRUST
+
+    before = os.environ.get(TRUST)
+    os.environ[TRUST] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(TRUST, None)
+        else:
+            os.environ[TRUST] = before
 
 
 @contextlib.contextmanager

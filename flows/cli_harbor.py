@@ -22,7 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flows.cli_types import out_path, text
+from flows.cli_types import add_trust_option, out_path, text
 from flows.usage import UsageError
 
 if TYPE_CHECKING:
@@ -65,6 +65,7 @@ def _task_source_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
     p.add_argument("--ecosystem-dir", type=Path, action="append", default=[], metavar="DIR",
                    help="folder of a user ecosystem the tasks were made with (repeatable)")
+    add_trust_option(p)
 
 
 @contextlib.contextmanager

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from flows.cli_types import add_trust_option
 from flows.usage import UsageError
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ def add_repair_parsers(sub: argparse._SubParsersAction) -> None:
     repair = sub.add_parser("repair", help="quarantine corrupt shards, rebuild a missing or "
                                            "older manifest, re-run the candidates lost")
     repair.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
+    add_trust_option(repair)
     repair.set_defaults(func=cmd_repair)
     vacuum = sub.add_parser("vacuum", help="delete unreferenced shard and temp files older "
                                            "than a retention window")

@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from flows.cli_types import out_path, text
+from flows.cli_types import add_trust_option, out_path, text
 from flows.usage import UsageError, option_error
 
 
@@ -37,6 +37,7 @@ def add_solve_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=int, default=4, help="attempts at once")
     p.add_argument("--ecosystem-dir", type=Path, action="append", default=[],
                    help="folder of a user ecosystem the tasks use")
+    add_trust_option(p)
     p.set_defaults(func=cmd_solve)
 
 

@@ -45,3 +45,11 @@ def out_path(value: str) -> Path:
     if not value.strip():
         raise argparse.ArgumentTypeError("an empty path; name the file or folder to write")
     return Path(value)
+
+
+def add_trust_option(p: argparse.ArgumentParser) -> None:
+    """``--trust-ecosystem``, for a command that may load a user's ecosystem folder."""
+    p.add_argument("--trust-ecosystem", action="store_true",
+                   help="run the Python code of the ecosystem folders named here on this "
+                        "host as you, unsandboxed (default: in a sandbox container, which "
+                        "needs Docker); only for folders whose code you trust")
