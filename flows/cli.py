@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import faulthandler
+import functools
 import os
 import signal
 import sys
@@ -21,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flows.cli_data import cmd_card, cmd_query, cmd_stats, hold_for_run, resume_settings
-from flows.cli_types import add_trust_option, number, out_path, text, whole
-from flows.usage import UsageError, option_error
+from flows.cli_types import add_trust_option, number, out_path, path, text, whole
+from flows.usage import UsageError, one_line, option_error
 
 if TYPE_CHECKING:
     from flows.summary import RunSummary
@@ -291,24 +292,30 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from flows.api_server import quiet_prefect
+    from pydantic import ValidationError
 
     settings = _settings(args)
-    quiet_prefect()
     from prefect.client.schemas.schedules import CronSchedule
-    from pydantic import ValidationError
 
     try:
         CronSchedule(cron=args.cron)  # Prefect's own rule, before anything is served
     except ValidationError:
         raise UsageError(f"--cron {args.cron!r} is not a cron schedule; give five fields "
                          "like '0 3 * * *' (minute hour day month weekday)") from None
+    return _serve(settings, args.name, args.cron)
+
+
+def _serve(settings, name: str, cron: str) -> int:  # noqa: ANN001
+    """Serve the checked settings until stopped."""
+    from flows.api_server import quiet_prefect
+
+    quiet_prefect()
     from prefect.types.entrypoint import EntrypointType
 
     from flows.factory import factory
 
     # a module entrypoint, as in deploy/prefect.yaml: Dask workers import the tasks by it
-    factory.serve(name=args.name, cron=args.cron, entrypoint_type=EntrypointType.MODULE_PATH,
+    factory.serve(name=name, cron=cron, entrypoint_type=EntrypointType.MODULE_PATH,
                   parameters={"settings": _here(settings).model_dump(mode="json")})
     return 0
 
@@ -330,7 +337,7 @@ def _plan_parser(sub: argparse._SubParsersAction) -> None:
 def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tasks", type=whole, help="candidates to plan and run (default 20)")
     p.add_argument("--seed", type=whole, help="run seed (default 0)")
-    p.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
+    p.add_argument("--data", type=path, default=Path("data"), help="dataset folder")
     p.add_argument("--backend", choices=["auto", "docker", "local"],
                    help="default auto: docker when a daemon answers, else local")
     p.add_argument("--ecosystem", action="append", metavar="NAME|DIR",
@@ -369,7 +376,7 @@ def _dataset_parsers(sub: argparse._SubParsersAction) -> None:
     """``query``, ``stats`` and ``card``: the commands that read a dataset."""
     query = sub.add_parser("query", help="SQL over the dataset (DuckDB)")
     query.add_argument("sql", type=text)
-    query.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
+    query.add_argument("--data", type=path, default=Path("data"), help="dataset folder")
     query.add_argument("--verify", action="store_true",
                        help="accepted for old scripts; does nothing: every shard's sha256 is "
                             "always checked")
@@ -383,12 +390,12 @@ def _dataset_parsers(sub: argparse._SubParsersAction) -> None:
     query.set_defaults(func=cmd_query)
     stats = sub.add_parser("stats", help="yield, rejections, repairs, distributions and "
                                          "instruction diversity")
-    stats.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
+    stats.add_argument("--data", type=path, default=Path("data"), help="dataset folder")
     stats.add_argument("--format", choices=["text", "json"], default="text",
                        help="json: the instruction-diversity figures as JSON")
     stats.set_defaults(func=cmd_stats)
     card = sub.add_parser("card", help="rewrite the dataset card (README.md + plots)")
-    card.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
+    card.add_argument("--data", type=path, default=Path("data"), help="dataset folder")
     card.set_defaults(func=cmd_card)
 
 
@@ -426,7 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
                      choices=list(FAMILIES),
                      help="the chat template the rows will meet: warns when it drops the "
                           "reasoning; sharegpt: its thought words")
-    sft.add_argument("--tokenizer", type=Path, metavar="DIR",
+    sft.add_argument("--tokenizer", type=path, metavar="DIR",
                      help="local tokenizer folder with a chat template: write input_ids, "
                           "attention_mask and labels (the supervision mask per token)")
     sft.add_argument("--source", choices=["trajectories", "rollouts"], default="trajectories",
@@ -434,7 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
     sft.add_argument("--where", type=text, help="condition on tasks and difficulty, e.g. "
                                      "\"pass_at_k < 0.75\"")
     sft.add_argument("--out", type=out_path, required=True, help="JSONL file to write")
-    sft.add_argument("--data", type=Path, default=Path("data"))
+    sft.add_argument("--data", type=path, default=Path("data"))
     sft.set_defaults(func=cmd_export_sft)
     from flows.cli_harbor import add_check_parser, add_export_parser
     from flows.cli_repair import add_repair_parsers
@@ -454,6 +461,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@functools.cache
+def _parser() -> argparse.ArgumentParser:
+    """The parser, built once per process (``main`` may be called many times)."""
+    return build_parser()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command; its exit code, or :data:`EXIT_CORRUPT` when it succeeded but had to
     leave corrupt shards out (each was named on stderr with the repair command).  SIGTERM
@@ -464,12 +477,12 @@ def main(argv: list[str] | None = None) -> int:
     take_excluded()
     with _terminate_as_interrupt():
         try:
-            args = build_parser().parse_args(argv)
+            args = _parser().parse_args(argv)
             with _trusting(getattr(args, "trust_ecosystem", False)):
                 code = args.func(args)
             return EXIT_CORRUPT if code == 0 and take_excluded() else code
         except (UsageError, DatasetError) as exc:
-            print(f"taskfactory: error: {exc}", file=sys.stderr)
+            print(f"taskfactory: error: {one_line(str(exc))}", file=sys.stderr)
             return EXIT_USAGE
         except KeyboardInterrupt:
             print("taskfactory: interrupted; nothing was left running", file=sys.stderr)

@@ -22,7 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flows.cli_types import add_trust_option, out_path, text
+from flows.cli_types import add_trust_option, out_path, path, text
 from flows.usage import UsageError
 
 if TYPE_CHECKING:
@@ -53,17 +53,17 @@ def add_check_parser(sub: argparse._SubParsersAction) -> None:
     """``check-harbor`` and its options."""
     p = sub.add_parser("check-harbor", help="build and run exported Harbor task folders with "
                                             "the gate's controls (needs Docker)")
-    p.add_argument("folders", type=Path, metavar="DIR",
+    p.add_argument("folders", type=path, metavar="DIR",
                    help="one exported task folder, or a folder of them")
     _task_source_options(p)
     p.add_argument("--workers", type=int, default=2, help="folders checked in parallel")
-    p.add_argument("--report", type=Path, metavar="FILE", help="also write results as JSON")
+    p.add_argument("--report", type=path, metavar="FILE", help="also write results as JSON")
     p.set_defaults(func=check_harbor)
 
 
 def _task_source_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
-    p.add_argument("--ecosystem-dir", type=Path, action="append", default=[], metavar="DIR",
+    p.add_argument("--data", type=path, default=Path("data"), help="dataset folder")
+    p.add_argument("--ecosystem-dir", type=path, action="append", default=[], metavar="DIR",
                    help="folder of a user ecosystem the tasks were made with (repeatable)")
     add_trust_option(p)
 

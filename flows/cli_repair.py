@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flows.cli_types import add_trust_option
+from flows.cli_types import add_trust_option, path
 from flows.usage import UsageError
 
 if TYPE_CHECKING:
@@ -28,12 +28,12 @@ if TYPE_CHECKING:
 def add_repair_parsers(sub: argparse._SubParsersAction) -> None:
     repair = sub.add_parser("repair", help="quarantine corrupt shards, rebuild a missing or "
                                            "older manifest, re-run the candidates lost")
-    repair.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
+    repair.add_argument("--data", type=path, default=Path("data"), help="dataset folder")
     add_trust_option(repair)
     repair.set_defaults(func=cmd_repair)
     vacuum = sub.add_parser("vacuum", help="delete unreferenced shard and temp files older "
                                            "than a retention window")
-    vacuum.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
+    vacuum.add_argument("--data", type=path, default=Path("data"), help="dataset folder")
     vacuum.add_argument("--older-than", required=True, metavar="DURATION",
                         help="retention window: 30m, 12h, 7d, 2w (0s: everything)")
     vacuum.add_argument("--dry-run", action="store_true", help="list, delete nothing")

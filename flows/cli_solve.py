@@ -13,14 +13,14 @@ import os
 import sys
 from pathlib import Path
 
-from flows.cli_types import add_trust_option, out_path, text
+from flows.cli_types import add_trust_option, out_path, path, text
 from flows.usage import UsageError, option_error
 
 
 def add_solve_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("solve", help="run k attempts of an agent per task on an "
                                      "OpenAI-compatible endpoint; write rollouts")
-    p.add_argument("--data", type=Path, default=Path("data"), help="dataset folder")
+    p.add_argument("--data", type=path, default=Path("data"), help="dataset folder")
     p.add_argument("--where", type=text, help="SQL condition on tasks (e.g. \"ecosystem = 'sql'\")")
     p.add_argument("--k", type=int, default=4, help="attempts per task (default 4)")
     p.add_argument("--base-url", type=text, required=True, help="the endpoint, e.g. http://host:8000/v1")
@@ -35,7 +35,7 @@ def add_solve_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-tokens", type=int, help="per reply")
     p.add_argument("--token-budget", type=int, default=5_000_000, help="over the whole solve")
     p.add_argument("--workers", type=int, default=4, help="attempts at once")
-    p.add_argument("--ecosystem-dir", type=Path, action="append", default=[],
+    p.add_argument("--ecosystem-dir", type=path, action="append", default=[],
                    help="folder of a user ecosystem the tasks use")
     add_trust_option(p)
     p.set_defaults(func=cmd_solve)
@@ -47,7 +47,7 @@ def add_preference_parser(targets: argparse._SubParsersAction) -> None:
     p.add_argument("--action-space", choices=["terminal", "function"], default="terminal")
     p.add_argument("--where", type=text, help="condition on tasks and difficulty")
     p.add_argument("--out", type=out_path, required=True, help="JSONL file to write")
-    p.add_argument("--data", type=Path, default=Path("data"))
+    p.add_argument("--data", type=path, default=Path("data"))
     p.set_defaults(func=cmd_export_preference)
 
 
@@ -83,8 +83,6 @@ def _settings(args: argparse.Namespace):  # noqa: ANN202 (imported lazily)
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    from environments.docker.config import docker_available
-    from flows.api_server import ServerError, quiet_prefect, server_unless_configured
     from tasks.dataset import Dataset
     from tasks.harbor import HarborError
     from tasks.harbor.source import selected_tasks
@@ -95,6 +93,14 @@ def cmd_solve(args: argparse.Namespace) -> int:
         chosen = selected_tasks(args.data, args.where, args.ecosystem_dir)
     except HarborError as exc:
         raise UsageError(str(exc)) from None
+    return _solve(settings, len(chosen))
+
+
+def _solve(settings, tasks: int) -> int:  # noqa: ANN001
+    """Run the solve flow on the checked settings (``tasks`` of them)."""
+    from environments.docker.config import docker_available
+    from flows.api_server import ServerError, quiet_prefect, server_unless_configured
+
     if not docker_available():
         raise UsageError("solve runs attempts in Docker sandboxes and no Docker daemon "
                          "answers; start one (make engine)")
@@ -107,13 +113,13 @@ def cmd_solve(args: argparse.Namespace) -> int:
             server.wait_ready(float(os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"]))
         summary = solve(settings)
     except KeyboardInterrupt:
-        print(f"interrupted: the attempts that ended are in {args.data}; run the same solve "
-              "again for the rest", file=sys.stderr)
+        print(f"interrupted: the attempts that ended are in {settings.data}; run the same "
+              "solve again for the rest", file=sys.stderr)
         return 130
     except ServerError as exc:
         raise UsageError(str(exc)) from None
-    print(f"solve {summary.run_id}: {len(chosen)} tasks x k={settings.k}: "
+    print(f"solve {summary.run_id}: {tasks} tasks x k={settings.k}: "
           f"{summary.written} attempts written, {summary.held} already held, "
           f"{summary.errored} errored (run solve again for those)")
-    print(f"difficulty: taskfactory query --data {args.data} \"select * from difficulty\"")
+    print(f"difficulty: taskfactory query --data {settings.data} \"select * from difficulty\"")
     return 75 if summary.errored else 0

@@ -9,6 +9,7 @@ line ``taskfactory: error: argument --x: ...`` and exit code 2.
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 
@@ -40,11 +41,26 @@ def text(value: str) -> str:
     return value
 
 
+NAME_MAX, PATH_MAX = 255, 4095
+"""Bytes of one path component and of a whole path, as Linux takes them."""
+
+
+def path(value: str) -> Path:
+    """A path the operating system can take (each name at most 255 bytes, the whole at
+    most 4095): a longer one fails every call with ENAMETOOLONG."""
+    raw = os.fsencode(value)
+    if len(raw) > PATH_MAX or any(len(part) > NAME_MAX for part in raw.split(b"/")):
+        raise argparse.ArgumentTypeError(
+            f"a path longer than the system takes ({NAME_MAX} bytes a name, {PATH_MAX} in "
+            "all)")
+    return Path(value)
+
+
 def out_path(value: str) -> Path:
     """A path to write to: never empty (an empty path is the current folder)."""
     if not value.strip():
         raise argparse.ArgumentTypeError("an empty path; name the file or folder to write")
-    return Path(value)
+    return path(value)
 
 
 def add_trust_option(p: argparse.ArgumentParser) -> None:

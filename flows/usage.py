@@ -14,6 +14,13 @@ class UsageError(Exception):
     """Bad input: reported as one line ``taskfactory: error: ...``, exit code 2."""
 
 
+def one_line(text: str) -> str:
+    """``text`` on one line: a character that is not printable (a line break, a control
+    character from a path the user typed) is written as its escape, ``\\x1e``."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace")
+                   .decode("ascii") for c in text)
+
+
 def option_error(exc: ValidationError,
                  options: Mapping[str, str] | None = None) -> UsageError:
     """The first problem a settings model found, as a UsageError naming the option it came

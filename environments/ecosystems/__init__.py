@@ -216,7 +216,7 @@ def load_ecosystem(name_or_path: str) -> Ecosystem:
     is neither, not the current folder).  A built-in is loaded once per process and
     placement (the project's files do not change under it); a user's folder each time."""
     candidate = Path(name_or_path)
-    if name_or_path.strip() and candidate.is_dir():
+    if name_or_path.strip() and _is_dir(candidate):
         return _load(candidate.resolve())
     if name_or_path in builtin_names():
         return _load_builtin(name_or_path, placement(BUILTIN_DIR / name_or_path, BUILTIN_DIR))
@@ -224,6 +224,13 @@ def load_ecosystem(name_or_path: str) -> Ecosystem:
         return _load(BUILTIN_DIR / name_or_path)
     raise EcosystemError(f"unknown ecosystem {name_or_path!r}: use one of "
                          f"{', '.join(builtin_names())} or a folder holding {SPEC_FILE}")
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # a name too long, a folder this user may not enter: not an ecosystem
+        return False
 
 
 @cache
