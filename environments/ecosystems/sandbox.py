@@ -34,11 +34,13 @@ import docker
 import docker.errors
 from docker.types import LogConfig, Mount
 
-from environments.docker.backend import owner_dead
-from environments.docker.config import DEFAULT_IMAGE
 from environments.docker.exec_path import StreamDemux, hijacked
 from environments.ecosystems.usercode import WORKER, UserCodeError
+from environments.processes import pid_alive
 
+IMAGE = "taskfactory/base:bookworm"
+"""The docker backend's base image (``environments.docker.config.DEFAULT_IMAGE``, which a
+test keeps equal): named here, because the backend's modules import the ecosystems."""
 USERCODE_LABEL = "taskfactory.usercode"
 OWNER_LABEL = "taskfactory.owner_pid"
 ROOT = "/ecosystem"
@@ -55,26 +57,25 @@ def _client() -> docker.APIClient:
     return docker.from_env(timeout=60).api
 
 
-def _mounts(folder: Path) -> list[Mount]:
-    sites = {sysconfig.get_path("purelib"), sysconfig.get_path("platlib")}
+def _mounts(folder: Path, sites: list[str]) -> list[Mount]:
     return [Mount(f"{ROOT}/{folder.name}", str(folder), type="bind", read_only=True),
             Mount("/taskfactory/worker.py", str(WORKER), type="bind", read_only=True),
             *(Mount(f"{SITE}/{i}", site, type="bind", read_only=True)
-              for i, site in enumerate(sorted(sites)))]
+              for i, site in enumerate(sites))]
 
 
 def _create(api: docker.APIClient, folder: Path, modules: dict[str, str]) -> str:
-    n_sites = len({sysconfig.get_path("purelib"), sysconfig.get_path("platlib")})
+    sites = sorted({sysconfig.get_path("purelib"), sysconfig.get_path("platlib")})
     host = api.create_host_config(
         network_mode="none", cap_drop=["ALL"], security_opt=["no-new-privileges"],
         read_only=True, tmpfs={"/tmp": "size=256m,mode=1777"}, init=True, auto_remove=True,
-        mounts=_mounts(folder), log_config=LogConfig(type="none"), **LIMITS)
+        mounts=_mounts(folder, sites), log_config=LogConfig(type="none"), **LIMITS)
     return str(api.create_container(
-        DEFAULT_IMAGE, ["python3", "-s", "/taskfactory/worker.py", f"{ROOT}/{folder.name}",
+        IMAGE, ["python3", "-s", "/taskfactory/worker.py", f"{ROOT}/{folder.name}",
                         repr(modules)],
         stdin_open=True, user=NOBODY,
         working_dir=f"{ROOT}/{folder.name}", host_config=host,
-        environment={"PYTHONPATH": ":".join(f"{SITE}/{i}" for i in range(n_sites)),
+        environment={"PYTHONPATH": ":".join(f"{SITE}/{i}" for i in range(len(sites))),
                      "PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp"},
         labels={USERCODE_LABEL: folder.name, OWNER_LABEL: str(os.getpid())})["Id"])
 
@@ -82,7 +83,8 @@ def _create(api: docker.APIClient, folder: Path, modules: dict[str, str]) -> str
 def reap_dead(api: docker.APIClient) -> int:
     """Remove the sandboxes of processes that are gone; how many."""
     found = api.containers(all=True, filters={"label": USERCODE_LABEL})
-    dead = [c["Id"] for c in found if owner_dead((c.get("Labels") or {}).get(OWNER_LABEL))]
+    owners = {c["Id"]: (c.get("Labels") or {}).get(OWNER_LABEL, "") for c in found}
+    dead = [c for c, pid in owners.items() if pid.isdigit() and not pid_alive(int(pid))]
     for container in dead:
         with contextlib.suppress(docker.errors.APIError):
             api.remove_container(container, force=True)
@@ -107,7 +109,7 @@ class ContainerChannel:
             self.api.start(self.id)
         except docker.errors.ImageNotFound:
             self.kill()
-            raise UserCodeError("sandbox", f"the base image {DEFAULT_IMAGE} is missing; build "
+            raise UserCodeError("sandbox", f"the base image {IMAGE} is missing; build "
                                 "it with `make image`") from None
         except (docker.errors.DockerException, OSError) as exc:
             self.kill()

@@ -32,6 +32,8 @@ from typing import Literal
 import duckdb
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from environments.processes import pid_alive
+
 SCRATCH_PREFIX = "taskfactory-duckdb-"
 MEMORY = r"\d{1,12}(\.\d{1,6})?\s*[KMGT]i?B"
 """A size DuckDB reads: a number and a unit (KB, MB, GB, TB or KiB, MiB, GiB, TiB)."""
@@ -77,18 +79,8 @@ def scratch_dir() -> str:
 def _sweep_dead() -> None:
     for folder in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*"):
         pid = re.match(rf"{SCRATCH_PREFIX}(\d+)-", folder.name)
-        if pid and not _alive(int(pid.group(1))) and not folder.is_symlink():
+        if pid and not pid_alive(int(pid.group(1))) and not folder.is_symlink():
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class Watchdog:

@@ -318,6 +318,13 @@ def test_sandboxes_end_with_the_process_that_started_them(tmp_path):
     assert none_left(proc.pid, "orphans")
 
 
+def test_the_sandbox_runs_the_backends_base_image():
+    from environments.docker.config import DEFAULT_IMAGE
+    from environments.ecosystems.sandbox import IMAGE
+
+    assert IMAGE == DEFAULT_IMAGE
+
+
 def test_without_an_engine_a_user_folder_needs_trust(tmp_path, monkeypatch):
     monkeypatch.delenv(TRUST, raising=False)
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
