@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bounds_cost.py --compare isolate [--tasks 100] [--repeat 3]
     .venv/bin/python benchmarks/bounds_cost.py --compare scratch
     .venv/bin/python benchmarks/bounds_cost.py --compare calls
+    .venv/bin/python benchmarks/bounds_cost.py --compare plan [--tasks 500] [--repeat 5]
 
 ``isolate``: the built-in ecosystems' seed and samplers in worker processes
 (``TASKFACTORY_ISOLATE_BUILTINS=1``, as a user's folder always runs) against in this
@@ -11,17 +12,23 @@ read-only root filesystem (``DockerConfig.tmp_mb``, the default) against ``tmp_m
 (``/tmp``, the home and the rest on the container's disk layer).  One uncounted warm-up
 run per side, then ``--repeat`` rounds of ``A B`` (alternating, so drift in the
 machine's speed hits both alike) in one process; prints each run and the medians.
-``calls``: one ``generate`` of each built-in seed, in this process against in a worker
-(median of 4 alternating rounds of 50 seeds): the cost per call, without the noise of
-whole runs.
+``calls``: one ``generate`` of each built-in seed, in this process, in a worker on this
+host and in a worker in a sandbox container (median of 4 alternating rounds of 50 seeds):
+the cost per call, without the noise of whole runs.  ``plan``: loading a user's ecosystem
+folder and planning ``--tasks`` candidates (``taskfactory plan``), its code in workers on
+this host (``TASKFACTORY_TRUST_ECOSYSTEMS=1``) against in sandbox containers (the
+default), for the inventory example and for a copy of the built-in ``files`` (Faker)
+as a user's folder; alternating rounds, medians.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -34,8 +41,8 @@ from throughput import one_run  # noqa: E402
 import flows.candidate  # noqa: E402
 import flows.factory  # noqa: E402
 from environments.docker.config import DockerConfig  # noqa: E402
-from environments.ecosystems import BUILTIN_DIR, builtin_names  # noqa: E402
-from environments.ecosystems.code import load_functions  # noqa: E402
+from environments.ecosystems import BUILTIN_DIR, builtin_names, load_ecosystem  # noqa: E402
+from environments.ecosystems.code import TRUST, Placement, load_functions  # noqa: E402
 from environments.registry import resolve_backend  # noqa: E402
 
 
@@ -58,6 +65,9 @@ SIDES: dict[str, tuple[Callable[[bool], None], str, str]] = {
 }
 
 
+PLACES: tuple[Placement, ...] = ("in-process", "host", "sandbox")
+
+
 def seed_calls() -> None:
     def median_call(fn: Callable[[int], object], seeds: range) -> float:
         times = []
@@ -70,25 +80,46 @@ def seed_calls() -> None:
     for name in builtin_names():
         folder = BUILTIN_DIR / name
         generate = {w: load_functions(folder, {"seed": "seed.py"}, w)[0]["seed"]["generate"]
-                    for w in (False, True)}
-        medians: dict[bool, list[float]] = {False: [], True: []}
+                    for w in PLACES}
+        medians: dict[str, list[float]] = {w: [] for w in PLACES}
         for r in range(4):
-            for w in (False, True):
+            for w in PLACES:
                 medians[w].append(median_call(generate[w], range(50 * r, 50 * r + 50)))
-        here, there = (1000 * statistics.median(medians[w]) for w in (False, True))
-        print(f"{name:<8} generate: {here:6.2f} ms in this process, {there:6.2f} ms in a "
-              f"worker ({there - here:+.2f} ms)")
+        ms = {w: 1000 * statistics.median(medians[w]) for w in PLACES}
+        print(f"{name:<8} generate: " + ", ".join(f"{ms[w]:6.2f} ms {w}" for w in PLACES))
+
+
+def plan_cost(n: int, repeat: int) -> None:
+    from tasks.plan import plan_candidates
+
+    with tempfile.TemporaryDirectory() as tmp:
+        files = Path(tmp) / "files"
+        shutil.copytree(BUILTIN_DIR / "files", files)
+        for folder in (Path(__file__).resolve().parents[1] / "tests/fixtures/ecosystems/inventory",
+                       files):
+            seconds: dict[str, list[float]] = {"host": [], "sandbox": []}
+            for _ in range(repeat):
+                for side in seconds:
+                    os.environ[TRUST] = "1" if side == "host" else "0"
+                    t0 = time.perf_counter()
+                    plan_candidates(load_ecosystem(str(folder)), n, 7)
+                    seconds[side].append(time.perf_counter() - t0)
+            host, box = (statistics.median(seconds[side]) for side in ("host", "sandbox"))
+            print(f"{folder.name:<10} load + plan {n}: {host:6.2f} s on this host, {box:6.2f} s "
+                  f"sandboxed ({box / host:.2f}x; {n / host:.0f} vs {n / box:.0f} graphs/s)")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--compare", choices=[*sorted(SIDES), "calls"], required=True)
+    ap.add_argument("--compare", choices=[*sorted(SIDES), "calls", "plan"], required=True)
     ap.add_argument("--tasks", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--workers", type=int, default=4)
     args = ap.parse_args()
     if args.compare == "calls":
         return seed_calls()
+    if args.compare == "plan":
+        return plan_cost(args.tasks, args.repeat)
     switch, *labels = SIDES[args.compare]
     sides = {labels[0]: False, labels[1]: True} if args.compare == "isolate" else {
         labels[0]: True, labels[1]: False}

@@ -16,11 +16,14 @@ import functools
 import os
 import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flows.cli_data import cmd_card, cmd_query, cmd_stats, hold_for_run, resume_settings
-from flows.usage import UsageError, path_argument
+from flows.cli_types import add_trust_option, number, path, text, whole
+from flows.usage import UsageError, one_line, option_error
 
 if TYPE_CHECKING:
     from flows.summary import RunSummary
@@ -29,6 +32,7 @@ EXIT_USAGE = 2
 EXIT_CORRUPT = 3
 """The command answered from the intact shards only: corrupt ones were left out."""
 EXIT_ERRORED = 75  # EX_TEMPFAIL: the infrastructure failed under some candidates; resume
+EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM
 EXAMPLE_QUERY = ("select ecosystem, avg((status = 'accepted')::int) as yield, "
                  "avg((status = 'accepted' and len(repairs) = 0)::int) as yield_without_repair "
                  "from attempts group by ecosystem")
@@ -37,26 +41,6 @@ EXAMPLE_QUERY = ("select ecosystem, avg((status = 'accepted')::int) as yield, "
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(message)
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a share like 0.1, got {text!r}") from None
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {value}")
-    return value
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def _ecosystem(ref: str):
@@ -75,18 +59,39 @@ def _ecosystem_refs(args: argparse.Namespace) -> list[str]:
     if not args.ecosystem:
         return builtin_names()
     refs = [r.strip() for value in args.ecosystem for r in value.split(",") if r.strip()]
-    if len(set(refs)) != len(refs):
-        raise UsageError(f"--ecosystem names one ecosystem twice: {', '.join(refs)}")
+    if not refs:
+        raise UsageError(f"--ecosystem {args.ecosystem[0]!r} names no ecosystem; give a "
+                         f"built-in name ({', '.join(builtin_names())}) or a folder")
     return refs
 
 
-def _settings(args: argparse.Namespace):
+def _validated(options: dict[str, str], **given: object):
+    """RunSettings of the fields the command line ``given`` (None: not given, the model's
+    default), each checked against the model's bounds: a problem is one line naming the
+    option (``options``: field -> option where the names differ)."""
+    from pydantic import ValidationError
+
     from flows.settings import RunSettings
+
+    try:
+        return RunSettings.model_validate({k: v for k, v in given.items() if v is not None})
+    except ValidationError as exc:
+        raise option_error(exc, {"ecosystems": "--ecosystem", **options}) from None
+
+
+def _settings(args: argparse.Namespace):
     from tasks.dataset import Dataset
     from tasks.dataset.paths import check_writable
 
-    refs = _ecosystem_refs(args)
-    ecos = [_ecosystem(ref) for ref in refs]
+    settings = _validated(
+        {}, tasks=args.tasks, seed=args.seed, data=args.data, backend=args.backend,
+        ecosystems=_ecosystem_refs(args), workers=args.workers,
+        depth_weights=_depth_weights(args), kinds=_kinds(args), off_scenario=args.off_scenario,
+        max_repairs=0 if args.no_repair else args.max_repairs,
+        instruction_style=args.instruction_style,
+        require_observation=args.require_observation, strict=args.strict,
+        shard_rows=args.shard_rows)
+    ecos = [_ecosystem(ref) for ref in settings.ecosystems]
     names = [eco.name for eco in ecos]
     if len(set(names)) != len(names):
         raise UsageError(f"two ecosystems share a name ({', '.join(names)}); rename one in its "
@@ -98,45 +103,35 @@ def _settings(args: argparse.Namespace):
                   "see docs/ecosystem-reference.md)", file=sys.stderr)
     check_writable(args.data, "the dataset to --data")  # StorageError: one line, nothing created
     Dataset(args.data).manifest()  # a newer or unreadable dataset: one line, exit 2
-    max_repairs = 2 if args.max_repairs is None else args.max_repairs
-    return RunSettings(tasks=args.tasks or 20, seed=args.seed or 0, data=args.data,
-                       backend=args.backend or "auto", ecosystems=refs,
-                       workers=args.workers or 4, depth_weights=_depth_weights(args),
-                       kinds=_kinds(args), off_scenario=_off_scenario(args),
-                       max_repairs=0 if args.no_repair else max_repairs,
-                       instruction_style=args.instruction_style or "goal",
-                       require_observation=args.require_observation, strict=args.strict,
-                       shard_rows=args.shard_rows or 500)
+    return settings
 
 
-def _depth_weights(args: argparse.Namespace) -> dict[int, float]:
+def _depth_weights(args: argparse.Namespace) -> dict[int, float] | None:
+    """The ``--depth-weights`` given (None: the default), without the depths beyond
+    ``--max-depth``."""
+    from flows.settings import up_to_depth
     from tasks.plan import DEFAULT_DEPTH_WEIGHTS, parse_depth_weights
 
     try:
-        weights = (parse_depth_weights(args.depth_weights) if args.depth_weights
+        weights = (parse_depth_weights(args.depth_weights) if args.depth_weights is not None
                    else dict(DEFAULT_DEPTH_WEIGHTS))
     except ValueError as exc:
         raise UsageError(f"--depth-weights: {exc}") from None
-    if args.max_depth:
-        weights = {d: w for d, w in weights.items() if d <= args.max_depth}
-        if not any(weights.values()):
-            raise UsageError(f"--max-depth {args.max_depth} leaves no depth with a weight")
-    return weights
+    if args.max_depth is None:
+        return weights if args.depth_weights is not None else None
+    try:
+        return up_to_depth(weights, args.max_depth)
+    except ValueError as exc:
+        raise UsageError(f"--max-depth: {exc}") from None
 
 
-def _kinds(args: argparse.Namespace) -> dict:
-    from tasks.mix import DEFAULT_KINDS, parse_kinds
+def _kinds(args: argparse.Namespace) -> dict | None:
+    from tasks.mix import parse_kinds
 
     try:
-        return parse_kinds(args.kinds) if args.kinds else dict(DEFAULT_KINDS)
+        return parse_kinds(args.kinds) if args.kinds is not None else None
     except ValueError as exc:
         raise UsageError(f"--kinds: {exc}") from None
-
-
-def _off_scenario(args: argparse.Namespace) -> float:
-    from tasks.mix import OFF_SCENARIO_SHARE
-
-    return OFF_SCENARIO_SHARE if args.off_scenario is None else args.off_scenario
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -187,7 +182,6 @@ def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
 
     resume = run_id is not None
     run_id = run_id or new_run_id()
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1`: where it is stuck
     try:
         plan_ahead(settings)  # a seed failing while planning: one line, nothing written
@@ -285,31 +279,49 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from tasks.diversity import diversity, format_report
     from tasks.plan import PlanningError, plan_candidates
 
+    settings = _validated({"tasks": "--n"}, tasks=args.n, seed=args.seed,
+                          ecosystems=[args.ecosystem], depth_weights=_depth_weights(args),
+                          kinds=_kinds(args), off_scenario=args.off_scenario)
     eco = _ecosystem(args.ecosystem)
     try:
-        weights = _depth_weights(args)
-        candidates, stats = plan_candidates(eco, args.n, args.seed, weights, _kinds(args),
-                                            _off_scenario(args))
+        candidates, stats = plan_candidates(eco, settings.tasks, settings.seed,
+                                            settings.depth_weights, settings.kinds,
+                                            settings.off_scenario)
     except (PlanningError, UserCodeError) as exc:
         raise UsageError(str(exc)) from None
-    report = diversity(eco, candidates, stats.duplicates_replanned, weights)
+    report = diversity(eco, candidates, stats.duplicates_replanned, settings.depth_weights)
     print(report.model_dump_json(indent=2) if args.format == "json" else format_report(report))
     return 0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from flows.api_server import quiet_prefect
+    from pydantic import ValidationError
+
     from tasks.dataset.folder import check_dataset
 
     check_dataset(args.data, missing_ok=True)
     settings = _settings(args)
+    from prefect.client.schemas.schedules import CronSchedule
+
+    try:
+        CronSchedule(cron=args.cron)  # Prefect's own rule, before anything is served
+    except ValidationError:
+        raise UsageError(f"--cron {args.cron!r} is not a cron schedule; give five fields "
+                         "like '0 3 * * *' (minute hour day month weekday)") from None
+    return _serve(settings, args.name, args.cron)
+
+
+def _serve(settings, name: str, cron: str) -> int:  # noqa: ANN001
+    """Serve the checked settings until stopped."""
+    from flows.api_server import quiet_prefect
+
     quiet_prefect()
     from prefect.types.entrypoint import EntrypointType
 
     from flows.factory import factory
 
     # a module entrypoint, as in deploy/prefect.yaml: Dask workers import the tasks by it
-    factory.serve(name=args.name, cron=args.cron, entrypoint_type=EntrypointType.MODULE_PATH,
+    factory.serve(name=name, cron=cron, entrypoint_type=EntrypointType.MODULE_PATH,
                   parameters={"settings": _here(settings).model_dump(mode="json")})
     return 0
 
@@ -317,38 +329,39 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def _plan_parser(sub: argparse._SubParsersAction) -> None:
     plan = sub.add_parser("plan", help="plan graphs and report their diversity (runs nothing)")
     plan.add_argument("--ecosystem", default="files", help="built-in name or folder")
-    plan.add_argument("--n", type=_positive, default=1000, help="graphs to plan")
-    plan.add_argument("--seed", type=int, default=0)
+    plan.add_argument("--n", type=whole, default=1000, help="graphs to plan")
+    plan.add_argument("--seed", type=whole, default=0)
     plan.add_argument("--depth-weights", metavar="D:W,...")
-    plan.add_argument("--max-depth", type=_positive)
+    plan.add_argument("--max-depth", type=whole)
     plan.add_argument("--kinds", metavar="KIND:W,...")
-    plan.add_argument("--off-scenario", type=_fraction, metavar="0..1")
+    plan.add_argument("--off-scenario", type=number, metavar="0..1")
     plan.add_argument("--format", choices=["text", "json"], default="text")
+    add_trust_option(plan)
     plan.set_defaults(func=cmd_plan)
 
 
 def _run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tasks", type=_positive, help="candidates to plan and run (default 20)")
-    p.add_argument("--seed", type=int, help="run seed (default 0)")
-    p.add_argument("--data", type=path_argument, default=Path("data"), help="dataset folder")
+    p.add_argument("--tasks", type=whole, help="candidates to plan and run (default 20)")
+    p.add_argument("--seed", type=whole, help="run seed (default 0)")
+    p.add_argument("--data", type=path, default=Path("data"), help="dataset folder")
     p.add_argument("--backend", choices=["auto", "docker", "local"],
                    help="default auto: docker when a daemon answers, else local")
     p.add_argument("--ecosystem", action="append", metavar="NAME|DIR",
                    help="built-in name or folder; repeat or comma-separate for several "
                         "(default: every built-in)")
-    p.add_argument("--workers", type=_positive, help="candidates executed at once (default 4)")
+    p.add_argument("--workers", type=whole, help="candidates executed at once (default 4)")
     p.add_argument("--depth-weights", metavar="D:W,...",
                    help="relative weight per workflow depth 1..8 (default 1:1,2:2,3:3,4:3,"
                         "5:2,6:2,7:1,8:1)")
-    p.add_argument("--max-depth", type=_positive, help="drop deeper workflows (1..8)")
+    p.add_argument("--max-depth", type=whole, help="drop deeper workflows (1..8)")
     p.add_argument("--kinds", metavar="KIND:W,...",
                    help="relative weight per task kind: build (new artifacts), fix (repair "
                         "a planted fault first) and reconstruct (write the program behind a "
                         "workflow, judged on hidden cases); default build:2,fix:1")
-    p.add_argument("--off-scenario", type=_fraction, metavar="0..1",
+    p.add_argument("--off-scenario", type=number, metavar="0..1",
                    help="share of candidates planned outside the ecosystem's scenarios "
                         "(default 0.1); the rest serve one scenario each and say why")
-    p.add_argument("--max-repairs", type=int, choices=range(0, 11), metavar="0..10",
+    p.add_argument("--max-repairs", type=whole, metavar="0..10",
                    help="targeted repairs per candidate (default 2)")
     p.add_argument("--no-repair", action="store_true", help="turn repair off (= --max-repairs 0)")
     p.add_argument("--instruction-style", choices=["goal", "spec", "step"],
@@ -360,28 +373,35 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strict", action="store_true",
                    help="a tool that fails rejects its candidate: no repair replaces it with "
                         "another tool or drops its step")
-    p.add_argument("--shard-rows", type=_positive,
+    add_trust_option(p)
+    p.add_argument("--shard-rows", type=whole,
                    help="rows per table that trigger a shard commit (default 500)")
 
 
 def _dataset_parsers(sub: argparse._SubParsersAction) -> None:
     """``query``, ``stats`` and ``card``: the commands that read a dataset."""
     query = sub.add_parser("query", help="SQL over the dataset (DuckDB)")
-    query.add_argument("sql")
-    query.add_argument("--data", type=path_argument, default=Path("data"), help="dataset folder")
+    query.add_argument("sql", type=text)
+    query.add_argument("--data", type=path, default=Path("data"), help="dataset folder")
     query.add_argument("--verify", action="store_true",
                        help="accepted for old scripts; does nothing: every shard's sha256 is "
                             "always checked")
-    query.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    query.add_argument("--format", choices=["table", "csv", "json"], default="table",
+                       help="json: JSON Lines, one object per row")
+    query.add_argument("--memory-limit", type=text, metavar="SIZE",
+                       help="DuckDB's memory limit (default 2GB); beyond it the query "
+                            "spills to a scratch folder under TMPDIR")
+    query.add_argument("--timeout", type=number, metavar="S",
+                       help="stop the query after S seconds (default 600; 0: never)")
     query.set_defaults(func=cmd_query)
     stats = sub.add_parser("stats", help="yield, rejections, repairs, distributions and "
                                          "instruction diversity")
-    stats.add_argument("--data", type=path_argument, default=Path("data"), help="dataset folder")
+    stats.add_argument("--data", type=path, default=Path("data"), help="dataset folder")
     stats.add_argument("--format", choices=["text", "json"], default="text",
                        help="json: the instruction-diversity figures as JSON")
     stats.set_defaults(func=cmd_stats)
     card = sub.add_parser("card", help="rewrite the dataset card (README.md + plots)")
-    card.add_argument("--data", type=path_argument, default=Path("data"), help="dataset folder")
+    card.add_argument("--data", type=path, default=Path("data"), help="dataset folder")
     card.set_defaults(func=cmd_card)
 
 
@@ -420,15 +440,15 @@ def build_parser() -> argparse.ArgumentParser:
                      choices=list(FAMILIES),
                      help="the chat template the rows will meet: warns when it drops the "
                           "reasoning; sharegpt: its thought words")
-    sft.add_argument("--tokenizer", type=Path, metavar="DIR",
+    sft.add_argument("--tokenizer", type=path, metavar="DIR",
                      help="local tokenizer folder with a chat template: write input_ids, "
                           "attention_mask and labels (the supervision mask per token)")
     sft.add_argument("--source", choices=["trajectories", "rollouts"], default="trajectories",
                      help="rollouts: the successful, grounded attempts of `taskfactory solve`")
-    sft.add_argument("--where", help="condition on tasks and difficulty, e.g. "
+    sft.add_argument("--where", type=text, help="condition on tasks and difficulty, e.g. "
                                      "\"pass_at_k < 0.75\"")
-    sft.add_argument("--out", type=path_argument, required=True, help="JSONL file to write")
-    sft.add_argument("--data", type=path_argument, default=Path("data"))
+    sft.add_argument("--out", type=path, required=True, help="JSONL file to write")
+    sft.add_argument("--data", type=path, default=Path("data"))
     sft.set_defaults(func=cmd_export_sft)
     from flows.cli_harbor import add_check_parser, add_export_parser
     from flows.cli_repair import add_repair_parsers
@@ -442,32 +462,71 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="serve the flow on a cron schedule")
     _run_options(serve)
     serve.set_defaults(resume=None)
-    serve.add_argument("--cron", default="0 3 * * *")
-    serve.add_argument("--name", default="taskfactory-nightly")
+    serve.add_argument("--cron", type=text, default="0 3 * * *")
+    serve.add_argument("--name", type=text, default="taskfactory-nightly")
     serve.set_defaults(func=cmd_serve)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; its exit code, or :data:`EXIT_CORRUPT` when it succeeded but had to
-    leave corrupt shards out (each was named on stderr with the repair command)."""
+    leave corrupt shards out (each was named on stderr with the repair command).  SIGTERM
+    stops a command as Ctrl-C does: what it started is stopped, one line, exit 130."""
     from tasks.dataset import DatasetError
     from tasks.dataset.checksums import take_excluded
 
     take_excluded()
+    with _terminate_as_interrupt():
+        try:
+            args = build_parser().parse_args(argv)
+            with _trusting(getattr(args, "trust_ecosystem", False)):
+                code = args.func(args)
+            return EXIT_CORRUPT if code == 0 and take_excluded() else code
+        except UsageError as exc:
+            print(f"taskfactory: error: {one_line(str(exc))}", file=sys.stderr)
+            return EXIT_USAGE
+        except DatasetError as exc:  # 2, or 75 for a full disk
+            print(f"taskfactory: error: {one_line(str(exc))}", file=sys.stderr)
+            return exc.exit_code
+        except KeyboardInterrupt:
+            print("taskfactory: interrupted; nothing was left running", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except BrokenPipeError:  # the reader went away (e.g. `| head`): not an error
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
+
+
+@contextlib.contextmanager
+def _trusting(trust: bool) -> Iterator[None]:
+    """With ``--trust-ecosystem``, user ecosystem code runs unsandboxed in this process and
+    what it starts, for as long as the command runs (``main`` may be called again)."""
+    if not trust:
+        yield
+        return
+    from environments.ecosystems.code import TRUST
+
+    before = os.environ.get(TRUST)
+    os.environ[TRUST] = "1"
     try:
-        args = build_parser().parse_args(argv)
-        code = args.func(args)
-        return EXIT_CORRUPT if code == 0 and take_excluded() else code
-    except UsageError as exc:
-        print(f"taskfactory: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except DatasetError as exc:  # 2, or 75 for a full disk
-        print(f"taskfactory: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except BrokenPipeError:  # the reader went away (e.g. `| head`): not an error
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(TRUST, None)
+        else:
+            os.environ[TRUST] = before
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt in the main thread while the block runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
-import io
-import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from flows.usage import UsageError
+from flows.usage import UsageError, option_error
 
 OUTPUT_OPTIONS = ["tasks", "seed", "backend", "ecosystem", "depth_weights", "max_depth", "kinds",
                   "off_scenario", "max_repairs", "no_repair", "instruction_style",
@@ -63,22 +61,52 @@ def resume_settings(args: argparse.Namespace):
 
 
 def cmd_query(args: argparse.Namespace) -> int:
+    """One user SELECT, bounded (:mod:`tasks.dataset.query_bounds`), its rows streamed to
+    stdout; Ctrl-C or SIGTERM stops DuckDB at once (KeyboardInterrupt: exit 130)."""
+    import duckdb
+    from pydantic import ValidationError
+
+    from flows.rows_output import write_rows
+    from tasks.dataset import Dataset, ReadOnlyError
+    from tasks.dataset.query import user_query
+    from tasks.dataset.query_bounds import QueryBounds, Watchdog
+
+    try:
+        given = {"memory_limit": args.memory_limit, "timeout_s": args.timeout}
+        bounds = QueryBounds.model_validate({k: v for k, v in given.items() if v is not None})
+    except ValidationError as exc:
+        raise option_error(exc, {"timeout_s": "--timeout"}) from None
+    dataset = Dataset.open(args.data)
+    with contextlib.closing(dataset.connect(bounds.settings())) as con, \
+            Watchdog(con, bounds.timeout_s) as watchdog:
+        try:
+            columns, batches = user_query(con, args.sql)
+            write_rows(columns, batches, args.format, sys.stdout)
+        except ReadOnlyError as exc:
+            raise UsageError(f"query: {exc}") from None
+        except duckdb.PermissionException as exc:
+            raise UsageError(f"query refused: {str(exc).splitlines()[0]} (queries read the "
+                             "dataset's tables and nothing else)") from None
+        except Exception as exc:  # DuckDB reports an interrupt as a RuntimeError too
+            raise _query_failure(exc, watchdog.stopped, bounds.timeout_s) from None
+    return 0
+
+
+def _query_failure(exc: Exception, stopped: str | None, timeout_s: float) -> BaseException:
+    """What ``taskfactory query`` raises for ``exc``: the timeout or a DuckDB error as one
+    line, an interrupt as KeyboardInterrupt; anything else as it is."""
     import duckdb
 
-    from tasks.dataset import Dataset, ReadOnlyError
+    from tasks.dataset.interrupts import is_interrupt
 
-    dataset = Dataset.open(args.data)
-    try:
-        columns, rows = dataset.query(args.sql)
-    except ReadOnlyError as exc:
-        raise UsageError(f"query: {exc}") from None
-    except duckdb.PermissionException as exc:
-        raise UsageError(f"query refused: {str(exc).splitlines()[0]} (queries read the "
-                         "dataset's tables and nothing else)") from None
-    except duckdb.Error as exc:
-        raise UsageError(f"query failed: {str(exc).splitlines()[0]}") from None
-    print(format_rows(columns, rows, args.format))
-    return 0
+    if stopped == "timeout":
+        return UsageError(f"query stopped at --timeout {timeout_s:g} s; narrow it, or give "
+                          "it more time (--timeout 0: no limit)")
+    if stopped == "signal" or is_interrupt(exc):
+        return KeyboardInterrupt()
+    if isinstance(exc, duckdb.Error):
+        return UsageError(f"query failed: {str(exc).splitlines()[0]}")
+    return exc  # a QueryError is one line already; anything else is a bug: its traceback
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -100,28 +128,3 @@ def cmd_card(args: argparse.Namespace) -> int:
         path, _ = dataset.write_card()
     print(f"dataset card: {path} (plots in {args.data / 'plots'})")
     return 0
-
-
-def format_rows(columns: list[str], rows: list[tuple], fmt: str, max_width: int = 60) -> str:
-    """Query results for the terminal: an aligned table with cells cut at ``max_width``,
-    CSV, or one JSON object per row."""
-    if fmt == "json":
-        return "\n".join(json.dumps(dict(zip(columns, r, strict=True)), default=str)
-                         for r in rows)
-    if fmt == "csv":
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")  # not the module's default CRLF
-        writer.writerow(columns)
-        writer.writerows(rows)
-        return buf.getvalue().rstrip("\n")
-
-    def cell(v: object) -> str:
-        s = "NULL" if v is None else str(v).replace("\n", "\\n")
-        return s if len(s) <= max_width else s[: max_width - 1] + "…"
-
-    cells = [[cell(v) for v in r] for r in rows]
-    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    line = lambda vals: " | ".join(v.ljust(w) for v, w in zip(vals, widths, strict=True))  # noqa: E731
-    out = [line(columns), "-+-".join("-" * w for w in widths)] + [line(r) for r in cells]
-    out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
-    return "\n".join(out)

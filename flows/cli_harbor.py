@@ -22,7 +22,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flows.usage import UsageError, path_argument
+from flows.cli_types import add_trust_option, path, text
+from flows.usage import UsageError
 
 if TYPE_CHECKING:
     from tasks.harbor.check import FolderReport
@@ -34,11 +35,11 @@ HARBOR_HINT = "harbor run -p {out} -a oracle (Harbor's docker environment needs 
 def add_export_parser(targets: argparse._SubParsersAction) -> None:
     """``export harbor`` and its options."""
     p = targets.add_parser("harbor", help="one Harbor task folder per accepted task")
-    p.add_argument("--out", type=path_argument, required=True,
-                   help="folder to write the tasks into")
+    p.add_argument("--out", type=path, required=True, help="folder to write the tasks into")
     _task_source_options(p)
-    p.add_argument("--where", metavar="SQL", help="DuckDB condition on the tasks table and "
-                   "the difficulty view, e.g. \"pass_at_k < 0.75\"")
+    p.add_argument("--where", type=text, metavar="SQL",
+                   help="DuckDB condition on the tasks table and the difficulty view, "
+                        "e.g. \"pass_at_k < 0.75\"")
     p.add_argument("--network", choices=["public", "no-network"], default="public",
                    help="[environment] network_mode in task.toml (default %(default)s)")
     p.add_argument("--memory-mb", type=int, default=2048, help="[environment] memory_mb")
@@ -52,18 +53,19 @@ def add_check_parser(sub: argparse._SubParsersAction) -> None:
     """``check-harbor`` and its options."""
     p = sub.add_parser("check-harbor", help="build and run exported Harbor task folders with "
                                             "the gate's controls (needs Docker)")
-    p.add_argument("folders", type=Path, metavar="DIR",
+    p.add_argument("folders", type=path, metavar="DIR",
                    help="one exported task folder, or a folder of them")
     _task_source_options(p)
     p.add_argument("--workers", type=int, default=2, help="folders checked in parallel")
-    p.add_argument("--report", type=Path, metavar="FILE", help="also write results as JSON")
+    p.add_argument("--report", type=path, metavar="FILE", help="also write results as JSON")
     p.set_defaults(func=check_harbor)
 
 
 def _task_source_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data", type=path_argument, default=Path("data"), help="dataset folder")
-    p.add_argument("--ecosystem-dir", type=Path, action="append", default=[], metavar="DIR",
+    p.add_argument("--data", type=path, default=Path("data"), help="dataset folder")
+    p.add_argument("--ecosystem-dir", type=path, action="append", default=[], metavar="DIR",
                    help="folder of a user ecosystem the tasks were made with (repeatable)")
+    add_trust_option(p)
 
 
 @contextlib.contextmanager

@@ -12,13 +12,14 @@ manifest first (``pending``), so an interrupted repair is finished by the next o
 from __future__ import annotations
 
 import argparse
-import signal
+import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flows.usage import UsageError, path_argument
+from flows.cli_types import add_trust_option, path
+from flows.usage import UsageError
 
 if TYPE_CHECKING:
     from tasks.dataset import Dataset
@@ -27,11 +28,12 @@ if TYPE_CHECKING:
 def add_repair_parsers(sub: argparse._SubParsersAction) -> None:
     repair = sub.add_parser("repair", help="quarantine corrupt shards, rebuild a missing or "
                                            "older manifest, re-run the candidates lost")
-    repair.add_argument("--data", type=path_argument, default=Path("data"), help="dataset folder")
+    repair.add_argument("--data", type=path, default=Path("data"), help="dataset folder")
+    add_trust_option(repair)
     repair.set_defaults(func=cmd_repair)
     vacuum = sub.add_parser("vacuum", help="delete unreferenced shard and temp files older "
                                            "than a retention window")
-    vacuum.add_argument("--data", type=path_argument, default=Path("data"), help="dataset folder")
+    vacuum.add_argument("--data", type=path, default=Path("data"), help="dataset folder")
     vacuum.add_argument("--older-than", required=True, metavar="DURATION",
                         help="retention window: 30m, 12h, 7d, 2w (0s: everything)")
     vacuum.add_argument("--dry-run", action="store_true", help="list, delete nothing")
@@ -75,11 +77,13 @@ def cmd_repair(args: argparse.Namespace) -> int:
 
 
 def _rerun(dataset: Dataset, run_id: str, ids: list[str]) -> None:
-    """Run ``ids`` of the complete run ``run_id`` again with its recorded settings."""
+    """Run ``ids`` of the complete run ``run_id`` again with its recorded settings, with
+    the temporary Prefect server of ``run`` when no server is configured (in a session of
+    its own, stopped when repair ends, and killed with it)."""
     from pydantic import ValidationError
 
     from environments.docker.config import docker_available
-    from flows.api_server import quiet_prefect
+    from flows.api_server import ServerError, quiet_prefect, server_unless_configured
     from flows.settings import RunSettings
 
     data = dataset.path
@@ -95,19 +99,24 @@ def _rerun(dataset: Dataset, run_id: str, ids: list[str]) -> None:
     if settings.backend == "docker" and not docker_available():
         raise UsageError(f"run {run_id} ran on the docker backend and no Docker daemon "
                          "answers; start one (make engine) and repair again")
-    print(f"re-running {len(ids)} candidates of run {run_id} with its recorded settings")
+    print(f"re-running {len(ids)} candidates of run {run_id} with its recorded settings",
+          flush=True)
     quiet_prefect()
+    server = server_unless_configured()
     from flows.factory import run_factory
     from flows.providers import close_run
 
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
+        if server is not None:
+            server.wait_ready(float(os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"]))
         summary = run_factory(settings, run_id=run_id, resume=True, only=ids)
     except KeyboardInterrupt:
         removed = close_run(run_id)
         print(f"interrupted: {removed} sandboxes removed; `taskfactory repair --data {data}` "
               "finishes the repair", file=sys.stderr)
         raise SystemExit(130) from None
+    except ServerError as exc:
+        raise UsageError(str(exc)) from None
     print(f"run {run_id}: {len(ids)} candidates re-run, {summary.accepted} of the run's "
           f"{summary.candidates} candidates accepted")
 

@@ -10,21 +10,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 from pathlib import Path
 
-from flows.usage import UsageError, path_argument
+from flows.cli_types import add_trust_option, path, text
+from flows.usage import UsageError, option_error
 
 
 def add_solve_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("solve", help="run k attempts of an agent per task on an "
                                      "OpenAI-compatible endpoint; write rollouts")
-    p.add_argument("--data", type=path_argument, default=Path("data"), help="dataset folder")
-    p.add_argument("--where", help="SQL condition on tasks (e.g. \"ecosystem = 'sql'\")")
+    p.add_argument("--data", type=path, default=Path("data"), help="dataset folder")
+    p.add_argument("--where", type=text, help="SQL condition on tasks (e.g. \"ecosystem = 'sql'\")")
     p.add_argument("--k", type=int, default=4, help="attempts per task (default 4)")
-    p.add_argument("--base-url", required=True, help="the endpoint, e.g. http://host:8000/v1")
-    p.add_argument("--model", required=True)
+    p.add_argument("--base-url", type=text, required=True, help="the endpoint, e.g. http://host:8000/v1")
+    p.add_argument("--model", type=text, required=True)
     p.add_argument("--action-space", choices=["terminal", "function"], default="terminal",
                    help="terminal: one bash tool; function: the ecosystem's tools")
     p.add_argument("--max-turns", type=int, default=30)
@@ -35,8 +35,9 @@ def add_solve_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-tokens", type=int, help="per reply")
     p.add_argument("--token-budget", type=int, default=5_000_000, help="over the whole solve")
     p.add_argument("--workers", type=int, default=4, help="attempts at once")
-    p.add_argument("--ecosystem-dir", type=Path, action="append", default=[],
+    p.add_argument("--ecosystem-dir", type=path, action="append", default=[],
                    help="folder of a user ecosystem the tasks use")
+    add_trust_option(p)
     p.set_defaults(func=cmd_solve)
 
 
@@ -44,9 +45,9 @@ def add_preference_parser(targets: argparse._SubParsersAction) -> None:
     p = targets.add_parser("preference", help="DPO pairs (chosen/rejected) of a solved and a "
                                               "failed rollout of the same task")
     p.add_argument("--action-space", choices=["terminal", "function"], default="terminal")
-    p.add_argument("--where", help="condition on tasks and difficulty")
-    p.add_argument("--out", type=path_argument, required=True, help="JSONL file to write")
-    p.add_argument("--data", type=path_argument, default=Path("data"))
+    p.add_argument("--where", type=text, help="condition on tasks and difficulty")
+    p.add_argument("--out", type=path, required=True, help="JSONL file to write")
+    p.add_argument("--data", type=path, default=Path("data"))
     p.set_defaults(func=cmd_export_preference)
 
 
@@ -78,13 +79,12 @@ def _settings(args: argparse.Namespace):  # noqa: ANN202 (imported lazily)
             token_budget=args.token_budget, workers=args.workers,
             ecosystem_dirs=args.ecosystem_dir)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise UsageError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from None
+        raise option_error(exc, {"command_timeout_s": "--command-timeout",
+                                 "wall_s": "--time-limit", "ecosystem_dirs": "--ecosystem-dir"}
+                           ) from None
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    from environments.docker.config import docker_available
-    from flows.api_server import ServerError, quiet_prefect, server_unless_configured
     from tasks.dataset import Dataset
     from tasks.harbor import HarborError
     from tasks.harbor.source import selected_tasks
@@ -95,6 +95,14 @@ def cmd_solve(args: argparse.Namespace) -> int:
         chosen = selected_tasks(args.data, args.where, args.ecosystem_dir)
     except HarborError as exc:
         raise UsageError(str(exc)) from None
+    return _solve(settings, len(chosen))
+
+
+def _solve(settings, tasks: int) -> int:  # noqa: ANN001
+    """Run the solve flow on the checked settings (``tasks`` of them)."""
+    from environments.docker.config import docker_available
+    from flows.api_server import ServerError, quiet_prefect, server_unless_configured
+
     if not docker_available():
         raise UsageError("solve runs attempts in Docker sandboxes and no Docker daemon "
                          "answers; start one (make engine)")
@@ -102,19 +110,18 @@ def cmd_solve(args: argparse.Namespace) -> int:
     server = server_unless_configured()
     from flows.solve import solve
 
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         if server is not None:
             server.wait_ready(float(os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"]))
         summary = solve(settings)
     except KeyboardInterrupt:
-        print(f"interrupted: the attempts that ended are in {args.data}; run the same solve "
-              "again for the rest", file=sys.stderr)
+        print(f"interrupted: the attempts that ended are in {settings.data}; run the same "
+              "solve again for the rest", file=sys.stderr)
         return 130
     except ServerError as exc:
         raise UsageError(str(exc)) from None
-    print(f"solve {summary.run_id}: {len(chosen)} tasks x k={settings.k}: "
+    print(f"solve {summary.run_id}: {tasks} tasks x k={settings.k}: "
           f"{summary.written} attempts written, {summary.held} already held, "
           f"{summary.errored} errored (run solve again for those)")
-    print(f"difficulty: taskfactory query --data {args.data} \"select * from difficulty\"")
+    print(f"difficulty: taskfactory query --data {settings.data} \"select * from difficulty\"")
     return 75 if summary.errored else 0

@@ -269,6 +269,17 @@ class ReportedByTheCommand(logging.Filter):
             isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS)))
 
 
+class _NotForCtrlC(logging.Filter):
+    """Drops Prefect's "Crash detected! Execution was aborted by an interrupt signal." (or
+    "by a termination signal"): the command says in one line that it was interrupted and
+    what to do; every other crash is still logged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not ("Crash detected! Execution was aborted by a" in message
+                    and message.endswith(("interrupt signal.", "termination signal.")))
+
+
 def run_factory(settings: RunSettings, run_id: str | None = None, resume: bool = False,
                 runner: Runner | str = Runner.threads, address: str | None = None,
                 only: list[str] | None = None) -> RunSummary:
@@ -278,5 +289,8 @@ def run_factory(settings: RunSettings, run_id: str | None = None, resume: bool =
     for handler in logging.getLogger().handlers:  # Prefect's console handler
         if not any(isinstance(f, ReportedByTheCommand) for f in handler.filters):
             handler.addFilter(ReportedByTheCommand())
+    for name in ("prefect.flow_runs", "prefect.task_runs"):
+        if not any(isinstance(f, _NotForCtrlC) for f in logging.getLogger(name).filters):
+            logging.getLogger(name).addFilter(_NotForCtrlC())
     return factory(settings, run_id=run_id, resume=resume, runner=Runner(runner),
                    address=address, only=only)

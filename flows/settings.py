@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from environments.ecosystems import builtin_names, load_ecosystem
 from schemas.graph import TaskKind
-from tasks.mix import DEFAULT_KINDS, OFF_SCENARIO_SHARE
-from tasks.plan import DEFAULT_DEPTH_WEIGHTS
+from tasks.mix import DEFAULT_KINDS, OFF_SCENARIO_SHARE, weights_problem
+from tasks.plan import DEFAULT_DEPTH_WEIGHTS, DEPTHS
 
 
 class Backend(StrEnum):
@@ -33,6 +33,25 @@ class InstructionStyle(StrEnum):
     goal = "goal"
     spec = "spec"
     step = "step"
+
+
+def _weighed(weights: dict) -> dict:
+    problem = weights_problem(weights)
+    if problem:
+        raise ValueError(problem)
+    return weights
+
+
+def up_to_depth(weights: dict[int, float], max_depth: int) -> dict[int, float]:
+    """``weights`` without the depths beyond ``max_depth``; ValueError when ``max_depth``
+    is not a plannable depth or leaves no depth with a weight."""
+    if max_depth not in DEPTHS:
+        raise ValueError(f"must be {DEPTHS[0]}..{DEPTHS[-1]} (the plannable depths), "
+                         f"got {max_depth}")
+    kept = {d: w for d, w in weights.items() if d <= max_depth}
+    if not any(kept.values()):
+        raise ValueError(f"{max_depth} leaves no depth with a weight")
+    return kept
 
 
 class RunSettings(BaseModel):
@@ -76,7 +95,8 @@ class RunSettings(BaseModel):
             "Relative weight of each task kind: build (new artifacts from a healthy state) and "
             "fix (repair a planted fault, then build on the repaired state); an ecosystem "
             "without fault injectors plans build tasks only."))
-    off_scenario: float = Field(OFF_SCENARIO_SHARE, ge=0, le=1, title="Off-Scenario Share",
+    off_scenario: float = Field(OFF_SCENARIO_SHARE, ge=0, le=1, allow_inf_nan=False,
+                                title="Off-Scenario Share",
                                 description=(
         "Share of candidates planned outside the ecosystem's scenarios (over all its tools, "
         "with no motivation line); the rest serve one scenario each."))
@@ -94,17 +114,15 @@ class RunSettings(BaseModel):
     @field_validator("depth_weights")
     @classmethod
     def _depths_in_range(cls, weights: dict[int, float]) -> dict[int, float]:
-        if not weights or any(not 1 <= d <= 8 or w < 0 for d, w in weights.items()) \
-                or not any(weights.values()):
-            raise ValueError("depths must be 1..8 with weights >= 0, at least one positive")
-        return weights
+        wrong = [d for d in weights if d not in DEPTHS]
+        if wrong:
+            raise ValueError(f"depths must be {DEPTHS[0]}..{DEPTHS[-1]}, got {wrong[0]}")
+        return _weighed(weights)
 
     @field_validator("kinds")
     @classmethod
     def _some_kind(cls, weights: dict[TaskKind, float]) -> dict[TaskKind, float]:
-        if any(w < 0 for w in weights.values()) or not any(weights.values()):
-            raise ValueError("kind weights must be >= 0, at least one positive")
-        return weights
+        return _weighed(weights)
 
     def share(self, position: int) -> int:
         """How many of ``tasks`` candidates the ecosystem at ``position`` gets."""

@@ -23,9 +23,9 @@ class SolveSettings(BaseModel):
     model: str
     action_space: Literal["terminal", "function"] = "terminal"
     max_turns: int = Field(30, ge=1)
-    command_timeout_s: float = Field(60.0, gt=0)
-    wall_s: float = Field(600.0, gt=0)
-    temperature: float = 1.0
+    command_timeout_s: float = Field(60.0, gt=0, allow_inf_nan=False)
+    wall_s: float = Field(600.0, gt=0, allow_inf_nan=False)
+    temperature: float = Field(1.0, ge=0, allow_inf_nan=False)
     max_tokens: int | None = Field(None, ge=1)
     token_budget: int = Field(5_000_000, ge=1)
     workers: int = Field(4, ge=1)

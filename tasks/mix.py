@@ -17,6 +17,7 @@ Three draws, each deterministic in the run seed and the candidate's index:
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 
@@ -29,22 +30,34 @@ OFF_SCENARIO_SHARE = 0.1
 """Share of candidates planned outside any scenario (over every tool of the ecosystem)."""
 
 
+def weights_problem(weights: dict) -> str | None:
+    """What is wrong with relative ``weights`` (each finite and >= 0, one positive), or
+    None: the one rule for depth and kind weights, from the CLI or a deployment alike."""
+    bad = [w for w in weights.values() if not (math.isfinite(w) and w >= 0)]
+    if bad:
+        return f"weights must be finite numbers >= 0, got {bad[0]}"
+    if not any(weights.values()):
+        return "at least one weight must be positive"
+    return None
+
+
 def parse_weights(text: str, expected: str) -> dict[str, float]:
     """``"a:2,b:1"`` -> ``{"a": 2.0, "b": 1.0}`` (a bare key weighs 1); ValueError names
-    the part that is not a ``key:weight`` pair with a weight >= 0 (and what was
-    ``expected``), or says that no weight is positive."""
+    the part that is not a ``key:weight`` pair (and what was ``expected``), or what
+    :func:`weights_problem` finds."""
     weights: dict[str, float] = {}
     for part in text.split(","):
         key, _, weight = part.partition(":")
         try:
-            w = float(weight or 1)
+            value: float | None = float(weight or 1)
         except ValueError:
-            w = -1
-        if not key.strip() or w < 0:
+            value = None
+        if not key.strip() or value is None:
             raise ValueError(f"expected {expected} with weights >= 0, got {part!r}")
-        weights[key.strip()] = w
-    if not any(weights.values()):
-        raise ValueError("at least one weight must be positive")
+        weights[key.strip()] = value
+    problem = weights_problem(weights)
+    if problem:
+        raise ValueError(problem)
     return weights
 
 

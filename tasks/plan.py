@@ -49,6 +49,8 @@ from tasks.shapes import LOOKUP_SHARE, SHAPES, GraphBuilder, chain, fix_chain
 MAX_REPLANS = 40
 OUTSIDE_REPLANS = 15
 """Re-plans of a candidate, out of :data:`MAX_REPLANS`, that leave its scenarios."""
+DEPTHS = range(1, 9)
+"""The workflow depths a run may plan."""
 DEFAULT_DEPTH_WEIGHTS: dict[int, float] = {1: 1, 2: 2, 3: 3, 4: 3, 5: 2, 6: 2, 7: 1, 8: 1}
 SHAPE_WEIGHTS = {"chain": 4, "fan_out": 2, "fan_in": 2, "diamond": 2}
 FIX_DEPTH_WEIGHTS: dict[int, float] = {2: 1, 3: 2, 4: 3, 5: 3, 6: 2}
@@ -77,9 +79,9 @@ def parse_depth_weights(text: str) -> dict[int, float]:
         depths = {int(d): w for d, w in weights.items()}
     except ValueError:
         raise ValueError(f"expected depth:weight pairs like 1:1,2:3, got {text!r}") from None
-    wrong = [d for d in depths if not 1 <= d <= 8]
+    wrong = [d for d in depths if d not in DEPTHS]
     if wrong:
-        raise ValueError(f"depth must be 1..8, got {wrong[0]}")
+        raise ValueError(f"depth must be {DEPTHS[0]}..{DEPTHS[-1]}, got {wrong[0]}")
     return depths
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 
@@ -92,6 +93,21 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(
             f"WARNING: docker-backed tests were skipped: {docker_status()[1]}", yellow=True
         )
+
+
+@pytest.fixture(autouse=True, scope="module")
+def fixture_ecosystems_trusted_without_docker() -> Iterator[None]:
+    """A user's ecosystem folder runs in a sandbox container; with no engine here, the
+    fixture folders (the project's own test code) run trusted instead, so the tests that
+    use them without the ``docker`` marker still run."""
+    if docker_status()[0]:
+        yield
+        return
+    from environments.ecosystems.code import TRUST
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(TRUST, "1")
+        yield
 
 
 # ==== end docker availability =============================================================

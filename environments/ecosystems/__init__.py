@@ -11,21 +11,23 @@ folder runs its Python code in worker processes, each call under a timeout
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
+from functools import cache
 from pathlib import Path
-from types import ModuleType
+from types import SimpleNamespace
 from typing import Any, cast
 
 import yaml
 from pydantic import ValidationError
 
 from environments.ecosystems import contract
-from environments.ecosystems import worker as inprocess
-from environments.ecosystems.code import isolated, load_functions
+from environments.ecosystems.code import load_functions, placement
+from environments.ecosystems.files import FolderFileError, own_file, own_text
 from environments.ecosystems.usercode import UserCodeError
 from schemas.ecosystem import EcosystemSpec, type_satisfies
 from schemas.yaml_text import load_yaml
@@ -118,40 +120,43 @@ class Ecosystem:
         return self.samplers[facet](content, rng, **context)
 
 
-def _probe_parts(folder: Path, probe: str | list[str]) -> list[Path]:
-    """The files a probe is joined from, in order (see ``EcosystemSpec.probe``); a part
-    that names no file is returned as a path that does not exist."""
-    parts: list[Path] = []
+def _probe_parts(folder: Path, probe: str | list[str]) -> list[tuple[Path, str]]:
+    """The (folder, file) pairs a probe is joined from, in order (see
+    ``EcosystemSpec.probe``); a part that names no file names one that does not exist."""
+    parts: list[tuple[Path, str]] = []
     for ref in [probe] if isinstance(probe, str) else probe:
         if not ref.startswith("@"):
-            parts.append(folder / ref)
+            parts.append((folder, ref))
             continue
         name, _, file = ref[1:].partition("/")
-        spec_file = BUILTIN_DIR / name / SPEC_FILE
-        if file or not spec_file.is_file():
-            parts.append(spec_file.parent / (file or "no-such-probe"))
-            continue
-        own = load_yaml(spec_file.read_text()).get("probe", [])
-        parts += [spec_file.parent / p for p in ([own] if isinstance(own, str) else own)]
+        if name not in builtin_names():
+            parts.append((folder, "no-such-probe"))
+        elif file:
+            parts.append((BUILTIN_DIR / name, file))
+        else:
+            own = load_yaml(own_text(BUILTIN_DIR / name, SPEC_FILE)).get("probe", [])
+            parts += [(BUILTIN_DIR / name, p) for p in ([own] if isinstance(own, str) else own)]
     return parts
+
+
+def _probe_source(folder: Path, spec: EcosystemSpec, spec_file: Path) -> str:
+    try:
+        return "\n".join(own_text(where, file) for where, file in _probe_parts(folder, spec.probe))
+    except FolderFileError as exc:
+        raise EcosystemError(f"{spec_file}: field 'probe': {spec.probe!r} names no probe "
+                             f"script ({exc}; a .py file in the folder, @ plus a built-in "
+                             "ecosystem, or @<built-in>/<file>.py)") from None
 
 
 def builtin_names() -> list[str]:
     return sorted(p.parent.name for p in BUILTIN_DIR.glob(f"*/{SPEC_FILE}"))
 
 
-def _check_file(folder: Path, module: str, spec_file: Path, what: str) -> None:
-    if not (folder / module).is_file():
-        raise EcosystemError(f"{spec_file}: field '{what}': file {module!r} does not exist")
-
-
-def _import_shortcuts(folder: Path, module: str, spec_file: Path) -> ModuleType:
-    _check_file(folder, module, spec_file, "shortcuts")
+def _check_file(folder: Path, name: str, spec_file: Path, what: str) -> None:
     try:
-        return inprocess.import_module(folder, module)
-    except Exception as exc:
-        raise EcosystemError(f"{folder / module}: raises on import: "
-                             f"{inprocess.describe(exc, folder)}") from exc
+        own_file(folder, name)
+    except FolderFileError as exc:
+        raise EcosystemError(f"{spec_file}: field '{what}': {exc}") from None
 
 
 def _check_bindable(spec: EcosystemSpec, spec_file: Path) -> None:
@@ -198,26 +203,50 @@ def _modules(folder: Path, spec: EcosystemSpec, spec_file: Path) -> dict[str, st
         modules["samplers"] = spec.samplers.module
     if spec.faults:
         modules["faults"] = spec.faults.module
+    if spec.shortcuts:
+        modules["shortcuts"] = spec.shortcuts
     for role, file in modules.items():
-        _check_file(folder, file, spec_file, f"{role}.module")
+        _check_file(folder, file, spec_file, "shortcuts" if role == "shortcuts"
+                    else f"{role}.module")
     return modules
 
 
 def load_ecosystem(name_or_path: str) -> Ecosystem:
-    """A built-in ecosystem by name, or a user's ecosystem folder by path."""
+    """A built-in ecosystem by name, or a user's ecosystem folder by path (an empty name
+    is neither, not the current folder).  A built-in is loaded once per process and
+    placement (the project's files do not change under it); a user's folder each time."""
     candidate = Path(name_or_path)
-    if candidate.is_dir():
-        folder = candidate.resolve()
-    elif (BUILTIN_DIR / name_or_path / SPEC_FILE).is_file():
-        folder = BUILTIN_DIR / name_or_path
-    else:
-        raise EcosystemError(f"unknown ecosystem {name_or_path!r}: use one of "
-                             f"{', '.join(builtin_names())} or a folder holding {SPEC_FILE}")
+    if name_or_path.strip() and _is_dir(candidate):
+        return _load(candidate.resolve())
+    if name_or_path in builtin_names():
+        return _load_builtin(name_or_path, placement(BUILTIN_DIR / name_or_path, BUILTIN_DIR))
+    if (BUILTIN_DIR / name_or_path / SPEC_FILE).is_file():
+        return _load(BUILTIN_DIR / name_or_path)
+    raise EcosystemError(f"unknown ecosystem {name_or_path!r}: use one of "
+                         f"{', '.join(builtin_names())} or a folder holding {SPEC_FILE}")
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # a name too long, a folder this user may not enter: not an ecosystem
+        return False
+
+
+@cache
+def _load_builtin(name: str, where: str) -> Ecosystem:
+    """``where``: the placement it was loaded for (the cache key, with the name)."""
+    return _load(BUILTIN_DIR / name)
+
+
+def _load(folder: Path) -> Ecosystem:
     spec_file = folder / SPEC_FILE
-    if not spec_file.is_file():
+    if not os.path.lexists(spec_file):
         raise EcosystemError(f"{spec_file}: missing; an ecosystem folder needs {SPEC_FILE}")
     try:
-        raw = load_yaml(spec_file.read_text())
+        raw = load_yaml(own_text(folder, SPEC_FILE))
+    except FolderFileError as exc:
+        raise EcosystemError(f"{spec_file}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -230,28 +259,28 @@ def load_ecosystem(name_or_path: str) -> Ecosystem:
     except ValidationError as exc:
         raise EcosystemError(_format_error(spec_file, exc, raw)) from exc
     modules = _modules(folder, spec, spec_file)
+    for name in spec.image.support:
+        _check_file(folder, name, spec_file, "image.support")
     try:
-        functions, shapes = load_functions(folder, modules, isolated(folder, BUILTIN_DIR))
+        functions, shapes = load_functions(folder, modules, placement(folder, BUILTIN_DIR))
     except UserCodeError as exc:
+        if exc.what == "sandbox":
+            raise EcosystemError(f"{folder}: its Python code runs in a sandbox container, "
+                                 f"and {exc.detail}; or pass --trust-ecosystem to run it on "
+                                 "this host as you (README: threat model)") from None
         file = exc.what.removeprefix("import ")
         problem = "takes too long to import" if exc.timed_out else "raises on import"
         raise EcosystemError(f"{folder / file}: {problem}: {exc.detail}") from None
-    shortcuts = _import_shortcuts(folder, spec.shortcuts, spec_file) if spec.shortcuts else None
+    shortcuts = (SimpleNamespace(**functions["shortcuts"]) if spec.shortcuts else None)
     try:
-        contract.check(folder, spec, shapes,
-                       inprocess.shapes(shortcuts, False) if shortcuts else None)
+        contract.check(folder, spec, shapes, shapes.get("shortcuts"))
     except contract.ContractError as exc:
         raise EcosystemError(str(exc)) from None
     _check_bindable(spec, spec_file)
-    parts = _probe_parts(folder, spec.probe)
-    if not parts or not all(p.is_file() for p in parts):
-        raise EcosystemError(f"{spec_file}: field 'probe': {spec.probe!r} names no probe script "
-                             f"(a .py file in the folder, @ plus a built-in ecosystem, or "
-                             f"@<built-in>/<file>.py)")
-    probe_source = "\n".join(p.read_text() for p in parts)
+    probe_source = _probe_source(folder, spec, spec_file)
     digest = hashlib.sha256()
     for f in sorted(folder.glob("*")):
-        if f.is_file() and f.suffix in (".py", ".yaml", ".yml"):
+        if f.suffix in (".py", ".yaml", ".yml") and f.is_file() and not f.is_symlink():
             digest.update(f.name.encode() + b"\0" + f.read_bytes())
     seed = functions["seed"]
     return Ecosystem(spec, folder, seed[spec.seed.function], functions.get("samplers", {}),

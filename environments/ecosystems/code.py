@@ -1,11 +1,16 @@
-"""An ecosystem's Python functions — the seed module's and the samplers' — as callables
-that fail one way: :class:`UserCodeError` (a sampler's "no value fits", a
-``LookupError``, ``ValueError`` or ``IndexError`` exactly, passes through:
-``worker.no_value``).
+"""An ecosystem's Python functions — the seed module's, the samplers', the faults' and
+the shortcuts' — as callables that fail one way: :class:`UserCodeError` (a sampler's "no
+value fits", a ``LookupError``, ``ValueError`` or ``IndexError`` exactly, passes
+through: ``worker.no_value``).
 
-A user's folder runs in worker processes, each call under a timeout
-(:mod:`environments.ecosystems.usercode`); the built-ins, the project's own code, run in
-this process (``TASKFACTORY_ISOLATE_BUILTINS=1`` runs them in workers too).
+Where the code runs (:func:`placement`):
+
+- a **user's folder** is code the project did not write: its workers run in a sandbox
+  container (:mod:`environments.ecosystems.sandbox`), each call under a timeout; with
+  ``TASKFACTORY_TRUST_ECOSYSTEMS=1`` (what ``--trust-ecosystem`` sets) they run on this
+  host as the invoking user instead, with everything that user may do;
+- the **built-ins**, the project's own code, run in this process
+  (``TASKFACTORY_ISOLATE_BUILTINS=1``: in workers on this host).
 """
 
 from __future__ import annotations
@@ -14,16 +19,23 @@ import os
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from environments.ecosystems import worker as inprocess
 from environments.ecosystems.contract import Shapes
 from environments.ecosystems.usercode import (
     SAMPLER_TIMEOUT_S,
     SEED_TIMEOUT_S,
+    Channel,
+    HostChannel,
+    Opener,
     UserCodeError,
     WorkerPool,
 )
+
+TRUST = "TASKFACTORY_TRUST_ECOSYSTEMS"
+"""``1``: a user's ecosystem folder is trusted code, run on this host unsandboxed."""
+Placement = Literal["in-process", "host", "sandbox"]
 
 Functions = dict[str, dict[str, Callable[..., Any]]]
 """role (``seed``, ``samplers``) -> public function name -> callable."""
@@ -37,18 +49,26 @@ def timeout_s(role: str) -> float:
     return float(os.environ.get("TASKFACTORY_SEED_TIMEOUT_S") or SEED_TIMEOUT_S)
 
 
-def isolated(folder: Path, builtin_dir: Path) -> bool:
-    """Whether ``folder``'s code runs in workers: a user's folder always."""
-    return folder.parent != builtin_dir or os.environ.get("TASKFACTORY_ISOLATE_BUILTINS") == "1"
+def trusted() -> bool:
+    """Whether the user trusts the ecosystem folders they name (see :data:`TRUST`)."""
+    return os.environ.get(TRUST) == "1"
 
 
-def load_functions(folder: Path, modules: dict[str, str], in_workers: bool
+def placement(folder: Path, builtin_dir: Path) -> Placement:
+    """Where ``folder``'s code runs (see the module docstring)."""
+    if folder.parent != builtin_dir:
+        return "host" if trusted() else "sandbox"
+    return "host" if os.environ.get("TASKFACTORY_ISOLATE_BUILTINS") == "1" else "in-process"
+
+
+def load_functions(folder: Path, modules: dict[str, str], where: Placement
                    ) -> tuple[Functions, Shapes]:
     """Import ``modules`` (role -> file in ``folder``) and wrap their public functions,
     also returning their signatures (:mod:`~environments.ecosystems.contract`);
-    UserCodeError (what = ``import <file>``) when one raises on import or takes too long."""
-    if in_workers:
-        return _in_workers(folder, modules)
+    UserCodeError (what = ``import <file>``) when one raises on import or takes too long,
+    (what = ``sandbox``) when no sandbox can be started."""
+    if where != "in-process":
+        return _in_workers(folder, modules, HostChannel if where == "host" else _sandboxed)
     functions: Functions = {}
     shapes: Shapes = {}
     for role, file in modules.items():
@@ -77,8 +97,15 @@ def _guarded(role: str, name: str, fn: Callable[..., Any], folder: Path, /, *arg
         raise UserCodeError(_what(role, name, args), inprocess.describe(exc, folder)) from exc
 
 
-def _in_workers(folder: Path, modules: dict[str, str]) -> tuple[Functions, Shapes]:
-    pool = WorkerPool(folder, modules)
+def _sandboxed(folder: Path, modules: dict[str, str]) -> Channel:
+    from environments.ecosystems.sandbox import ContainerChannel  # imports the docker SDK
+
+    return ContainerChannel(folder, modules)
+
+
+def _in_workers(folder: Path, modules: dict[str, str], opener: Opener
+                ) -> tuple[Functions, Shapes]:
+    pool = WorkerPool(folder, modules, opener)
     try:
         shapes = pool.start()
     except UserCodeError as exc:

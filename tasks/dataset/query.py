@@ -6,8 +6,9 @@ intact listed shards and nothing else (``enable_external_access`` off, ``allowed
 the shards, extensions neither installed nor loaded, Python objects not scanned) and its
 configuration is locked, so no statement can write a file, read one outside the dataset,
 attach a database, load an extension or change a setting.  :func:`check_read_only`
-admits only a single ``SELECT``.  Imports neither Prefect nor Docker, so
-``taskfactory query`` starts in well under a second.
+admits only a single ``SELECT``.  DuckDB spills to this process's scratch folder
+(:mod:`tasks.dataset.query_bounds`), never the caller's folder.  Imports neither Prefect
+nor Docker, so ``taskfactory query`` starts in well under a second.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from tasks.dataset.commits import accounting_problem
 from tasks.dataset.difficulty import VIEW_SQL as DIFFICULTY_VIEW
 from tasks.dataset.folder import check_dataset
 from tasks.dataset.manifest import MANIFEST, REPAIR_HINT, DatasetError, load_manifest
+from tasks.dataset.query_bounds import scratch_dir
 
 Warn = Callable[[str], object]
 SANDBOX = {"autoinstall_known_extensions": False, "autoload_known_extensions": False,
@@ -82,7 +84,7 @@ def connect(data_dir: Path, warn: Warn = warn_on_stderr,
             note_excluded(path, bad[entry.path])
         elif entry.table in shards:
             shards[entry.table].append(str(path.resolve()))
-    con = duckdb.connect(config={**SANDBOX, **(settings or {})})
+    con = duckdb.connect(config={**SANDBOX, "temp_directory": scratch_dir(), **(settings or {})})
     con.execute("SET enable_progress_bar = false")  # results go to stdout: no bar there
     con.execute("SET allowed_paths = ?", [[p for files in shards.values() for p in files]])
     con.execute("SET enable_external_access = false")
@@ -103,20 +105,49 @@ def connect(data_dir: Path, warn: Warn = warn_on_stderr,
 def check_read_only(con: duckdb.DuckDBPyConnection, sql: str) -> None:
     """ReadOnlyError unless ``sql`` is exactly one ``SELECT`` statement (parsed by DuckDB;
     ``duckdb.ParserException`` for SQL it cannot parse)."""
-    statements = con.extract_statements(sql)
-    kinds = [s.type.name for s in statements]
+    kinds = [_kind(s) for s in con.extract_statements(sql)]
     if kinds != ["SELECT"]:
         got = ", ".join(kinds) if kinds else "no statement"
         raise ReadOnlyError(f"only a single SELECT statement is accepted (got {got}); the "
                             "dataset is read-only and queries cannot reach other files")
 
 
+def _kind(statement: duckdb.Statement) -> str:
+    try:
+        return statement.type.name
+    except ValueError:  # a statement type this duckdb module has no name for
+        return "UNKNOWN"
+
+
 def stream_rows(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None,
                 batch: int = 256) -> Iterator[tuple]:
     """The rows of ``sql`` as tuples, ``batch`` at a time through an Arrow reader: a
     DB-API result (``execute``) would hold all of them in memory at once."""
-    for b in con.sql(sql, params=params).to_arrow_reader(batch):
-        yield from zip(*(column.to_pylist() for column in b.columns), strict=True)
+    for rows in _batches(con.sql(sql, params=params), batch):
+        yield from rows
+
+
+def user_query(con: duckdb.DuckDBPyConnection, sql: str, batch: int = 2048
+               ) -> tuple[list[str], Iterator[list[tuple]]]:
+    """The column names of a user's ``sql`` and its rows, ``batch`` at a time as they come
+    (ReadOnlyError for anything but one SELECT)."""
+    check_read_only(con, sql)
+    relation = con.sql(sql)
+    return list(relation.columns), _batches(relation, batch)
+
+
+def _batches(relation: duckdb.DuckDBPyRelation, batch: int) -> Iterator[list[tuple]]:
+    """The rows, ``batch`` at a time; what DuckDB reports while it streams (pyarrow raises
+    it as an OSError: a batch of over 2 GiB of text, say) is a QueryError."""
+    reader = relation.to_arrow_reader(batch)
+    while True:
+        try:
+            b = reader.read_next_batch()
+        except StopIteration:
+            return
+        except OSError as exc:
+            raise QueryError(f"query failed: {str(exc).splitlines()[0]}") from exc
+        yield list(zip(*(column.to_pylist() for column in b.columns), strict=True))
 
 
 def run_query(data_dir: Path, sql: str, warn: Warn = warn_on_stderr

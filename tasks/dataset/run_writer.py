@@ -9,11 +9,12 @@
    skips) and every task into the dedup index, in commit order;
 2. :meth:`RunWriter.begin`: the run is recorded ``running`` in the manifest (a resume is
    counted, a repair is not); from then on an exception that leaves the context marks
-   the run ``failed`` with the reason, in the *committed* manifest (so no uncommitted
-   shard gets listed), while the lock is still held.  A kill leaves it ``running``;
-   ``--resume`` continues both.  So that a full disk can still be told the run failed,
-   ``begin`` sets room aside (:data:`RESERVE`, twice the manifest and at least 256 KiB),
-   given back before the failure is recorded and when the run ends;
+   the run ``failed`` with the reason (a repair's run ``complete`` again), in the
+   *committed* manifest (so no uncommitted shard gets listed), while the lock is still
+   held.  A kill leaves it ``running``; ``--resume`` continues both.  So that a full disk
+   can still be told the run failed, ``begin`` sets room aside (:data:`RESERVE`, twice the
+   manifest and at least 256 KiB), given back before the failure is recorded and when the
+   run ends;
 3. :meth:`RunWriter.record`, once per candidate **in candidate order**: dedup, provenance
    (:class:`tasks.dataset.recorder.Recorder`), then the shard writer, which commits every
    ``shard_rows`` rows or 16 MB;
@@ -174,7 +175,9 @@ class RunWriter:
             provenance=self.identity.provenance(seed=self.settings["seed"], image_id=None))
 
     def fail(self, exc: BaseException) -> None:
-        """Mark the run ``failed`` in the committed manifest, if it began and is running."""
+        """Mark the run ``failed`` in the committed manifest, if it began and is running;
+        a repair's run (complete before it, its lost candidates recorded as ``pending``
+        for the next repair) is ``complete`` again instead."""
         if self.entry is None:
             return
         release(self.data)  # a full disk: the room set aside holds the failed manifest
@@ -182,7 +185,8 @@ class RunWriter:
             committed = load_manifest(self.data)
             entry = committed.runs.get(self.run_id)
             if entry is not None and entry.status == "running":
-                entry.status, entry.reason = "failed", reason_of(exc)
+                entry.status, entry.reason = (("complete", None) if self.repair
+                                              else ("failed", reason_of(exc)))
                 save_manifest(self.data, committed)
 
 

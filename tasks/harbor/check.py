@@ -13,6 +13,7 @@ reference program 1, the memorizer and the reference program minus its last writ
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -101,17 +102,22 @@ def _report(host: ContainerHost, control: Control, task: ControlTask) -> Control
     return report
 
 
-def check_folder(client, folder: Path, task: ExportTask, run: str) -> FolderReport:  # noqa: ANN001
-    """Build the folder's image and run every control and the identity check."""
+def check_folder(client, folder: Path, task: ExportTask, run: str,  # noqa: ANN001
+                 stopping: Callable[[], bool] = lambda: False) -> FolderReport:
+    """Build the folder's image and run every control and the identity check; once
+    ``stopping()`` is true, nothing more is started (the report says it was stopped)."""
     t0 = time.perf_counter()
     report = FolderReport(task.row.task_id, task.row.ecosystem, str(folder))
     image = f"taskfactory/harbor-check:{task.row.task_id}-{run}"
     try:
         host = ContainerHost(client, image, folder, task, run)
+        _unless(stopping)
         build_image(client, folder, image, host.cfg.build_timeout, run)
         report.build_s = time.perf_counter() - t0
         controlled = task.controlled
-        report.controls = [_report(host, c, controlled) for c in controls_for(controlled)]
+        for control in controls_for(controlled):
+            _unless(stopping)
+            report.controls.append(_report(host, control, controlled))
         if host.exported is not None:
             identity = compare(task, host.exported,
                                factory_state(task, f"{run}-{task.row.task_id}"))
@@ -123,6 +129,11 @@ def check_folder(client, folder: Path, task: ExportTask, run: str) -> FolderRepo
         report.error = f"{type(exc).__name__}: {exc}"[:600]
     report.total_s = time.perf_counter() - t0
     return report
+
+
+def _unless(stopping: Callable[[], bool]) -> None:
+    if stopping():
+        raise RuntimeError("stopped: the check was interrupted")
 
 
 class CheckInterrupted(KeyboardInterrupt):
@@ -151,21 +162,26 @@ def check_all(work: list[tuple[ExportTask, Path]], workers: int,
               swept: Callable[[int], None] = lambda n: None) -> list[FolderReport]:
     """Check every (task, folder), ``workers`` at a time; ``done`` gets each report in
     order as it is ready.  First removes what killed checks left (``swept`` gets how
-    many); what this check made is removed at the end, also after Ctrl-C, which then
-    raises :class:`CheckInterrupted`."""
+    many).  What this check made is removed at the end; after Ctrl-C (or SIGTERM) its
+    containers are removed at once (a control in flight fails), folders in flight start
+    nothing more, and once they are done their images are removed too; then
+    :class:`CheckInterrupted`.  A check killed outright is swept by the next one."""
     client = engine_client()
     swept(sweep_stale(client))
     run = f"check-{os.getpid()}"
     results = []
+    stop = threading.Event()
     pool = ThreadPoolExecutor(max(1, workers))
     try:
-        for result in pool.map(lambda w: check_folder(client, w[1], w[0], run), work):
+        for result in pool.map(lambda w: check_folder(client, w[1], w[0], run, stop.is_set),
+                               work):
             done(result)
             results.append(result)
     except KeyboardInterrupt:
+        stop.set()
         pool.shutdown(wait=False, cancel_futures=True)
         raise CheckInterrupted(remove_labelled(client, run)) from None
     finally:
-        pool.shutdown(wait=False)
+        pool.shutdown(wait=True)
         remove_run(client, run)
     return results

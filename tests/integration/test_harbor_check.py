@@ -14,17 +14,22 @@ import json
 import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
+import time
 
 import docker
 import pytest
 
 from environments.docker.config import DockerConfig
 from tasks.harbor.check import check_folder
-from tasks.harbor.container import remove_labelled
+from tasks.harbor.container import CHECK_LABEL, remove_labelled, remove_run
 from tasks.harbor.source import ExportTask, load_ecosystems, load_rows
 from tests.integration.test_faults import FAULTS, planted
 from tests.support.dataset import write_outcomes
 from tests.support.harbor_data import ROOT, accepted, built, taskfactory
+from tests.support.interrupts import CLI_WITH_CTRL_C, interrupt
 
 pytestmark = pytest.mark.docker
 RUN = f"itest-harbor-{os.getpid()}"
@@ -160,6 +165,36 @@ def test_a_check_sweeps_what_a_killed_check_left_and_keeps_a_live_ones():
                 client.api.remove_container(container_id, force=True)
             with contextlib.suppress(docker.errors.NotFound):
                 client.api.remove_image(image_id, force=True)
+        client.close()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_an_interrupted_check_removes_its_containers_and_images(exported, signum):
+    """SIGTERM (or Ctrl-C to the process group) while controls run: exit 130, and no
+    container or image of the check is left — also none that a folder in flight would
+    have started after the interrupt."""
+    data, out, _ = exported
+    proc = subprocess.Popen([sys.executable, "-c", CLI_WITH_CTRL_C, "check-harbor", str(out),
+                             "--data", str(data), "--ecosystem-dir", FAULTS_DIR, "--workers",
+                             "2"], cwd=ROOT, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    client = docker.from_env()
+    label = {"label": f"{CHECK_LABEL}=check-{proc.pid}"}
+    try:
+        deadline = time.monotonic() + 600
+        while not client.api.containers(all=True, filters=label):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.2)
+        time.sleep(1)  # controls running
+        err = interrupt(proc, signum, 600)
+        assert proc.returncode == 130, err[-3000:]
+        assert "Traceback" not in err
+        assert client.api.containers(all=True, filters=label) == []
+        assert client.api.images(filters=label) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        remove_run(client, f"check-{proc.pid}")
         client.close()
 
 

@@ -1,8 +1,23 @@
-"""Fixtures shared by unit test files."""
+"""Fixtures shared by unit test files.
 
+Unit tests run without Docker: the ecosystem folders under tests/fixtures (the project's
+own test code) are trusted here, so their workers run on this host, also in module
+fixtures and the CLI subprocesses tests start.  The sandbox those folders get otherwise is
+tested with the engine, in tests/integration/test_ecosystem_sandbox.py."""
+
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from environments.ecosystems.code import TRUST
+
+
+@pytest.fixture(autouse=True, scope="module")
+def trusted_fixture_ecosystems() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(TRUST, "1")
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,10 @@
 """Bad input: one line naming the problem, exit code 2, no traceback, nothing written."""
 
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -17,7 +19,7 @@ def run_cli(*args, cwd=None):
 
 @pytest.mark.parametrize("args,needle", [
     (["run", "--ecosystem", "nosuch"], "unknown ecosystem 'nosuch'"),
-    (["run", "--tasks", "0"], "--tasks: must be at least 1"),
+    (["run", "--tasks", "0"], "--tasks: Input should be greater than or equal to 1"),
     (["run", "--tasks", "many"], "--tasks: expected a whole number"),
     (["run", "--backend", "podman"], "invalid choice: 'podman'"),
     (["run", "--backend", "docker"], "no Docker daemon answers"),
@@ -31,6 +33,47 @@ def test_bad_run_input(tmp_path, args, needle):
     assert len(lines) == 1 and needle in lines[0] and lines[0].startswith("taskfactory: error:")
     assert "Traceback" not in proc.stderr
     assert not data.exists() or not any(data.iterdir())
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["run", "--ecosystem", ""], "--ecosystem '' names no ecosystem"),
+    (["run", "--ecosystem", " , "], "names no ecosystem"),
+    (["plan", "--ecosystem", ""], "unknown ecosystem ''"),
+    (["run", "--depth-weights", "1:nan"], "--depth-weights: weights must be finite"),
+    (["plan", "--depth-weights", "2:inf,3:1"], "--depth-weights: weights must be finite"),
+    (["run", "--depth-weights", ""], "--depth-weights: expected depth:weight pairs"),
+    (["run", "--max-depth", "99"], "--max-depth: must be 1..8 (the plannable depths), got 99"),
+    (["plan", "--max-depth", "0"], "--max-depth: must be 1..8"),
+    (["run", "--kinds", ""], "--kinds: expected kind:weight pairs"),
+    (["plan", "--kinds", "build:inf"], "--kinds: weights must be finite numbers >= 0, got inf"),
+    (["run", "--kinds", "build:nan,fix:1"], "--kinds: weights must be finite"),
+    (["run", "--seed", "-1"], "--seed: Input should be greater than or equal to 0"),
+    (["plan", "--n", "0"], "--n: Input should be greater than or equal to 1"),
+    (["run", "--workers", "65"], "--workers: Input should be less than or equal to 64"),
+    (["run", "--max-repairs", "11"], "--max-repairs: Input should be less than or equal to 10"),
+    (["run", "--off-scenario", "nan"], "--off-scenario: Input should be a finite number"),
+    (["run", "--shard-rows", "-3"], "--shard-rows: Input should be greater than or equal to 1"),
+    (["serve", "--cron", "not a cron"], "--cron 'not a cron' is not a cron schedule"),
+    (["query", "select '\udcff'"], "argument sql: holds a byte that is not UTF-8"),
+    (["export", "sft", "--out", ""], "argument --out: an empty path"),
+    (["export", "harbor", "--out", " "], "argument --out: an empty path"),
+    (["export", "preference", "--out", ""], "argument --out: an empty path"),
+])
+def test_bad_values_are_one_line_from_the_settings_model(tmp_path, args, needle):
+    """Values that used to be accepted silently (``--max-depth 99``, ``--kinds ""``,
+    ``--kinds build:inf``, an empty ``--out``) or ended in a traceback (``--ecosystem
+    ""``, ``--depth-weights 1:nan``, ``--cron "not a cron"``, a non-UTF-8 byte)."""
+    data = tmp_path / "data"
+    where = [] if args[0] == "plan" else ["--data", str(data)]  # plan reads no dataset
+    argv = [a.encode("utf-8", "surrogateescape") for a in (*args, *where)]
+    proc = subprocess.run([os.fsencode(sys.executable), b"-m", b"flows.cli", *argv],
+                          capture_output=True, text=True, timeout=120, cwd=os.getcwd(),
+                          env={**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"})
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    assert len(lines) == 1 and lines[0].startswith("taskfactory: error: "), proc.stderr
+    assert needle in lines[0]
+    assert not data.exists()
 
 
 def test_unwritable_data_dir(tmp_path):
@@ -104,3 +147,16 @@ def test_bad_solve_input_is_rejected_by_the_settings_model(tmp_path, option):
     lines = proc.stderr.strip().splitlines()
     assert lines == [f"taskfactory: error: {option}: Input should be greater than or equal to 1"]
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_plan_is_one_line_and_exit_130(signum):
+    """Ctrl-C (or SIGTERM) while `plan` works: one line, exit code 130, no traceback."""
+    proc = subprocess.Popen(CLI + ["plan", "--n", "1000000"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(6)  # past the imports, into planning
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines() == ["taskfactory: interrupted; nothing was left running"]
+    assert out == ""

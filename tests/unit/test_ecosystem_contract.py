@@ -41,7 +41,7 @@ def isolation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
     """A copied folder is a user's (its code runs in workers); ``in-process`` loads it the
     way the built-ins are loaded."""
     if request.param == "in-process":
-        monkeypatch.setattr(ecosystems, "isolated", lambda folder, builtin_dir: False)
+        monkeypatch.setattr(ecosystems, "placement", lambda folder, builtin_dir: "in-process")
     else:
         monkeypatch.setenv("TASKFACTORY_ISOLATE_BUILTINS", "1")  # the built-ins too
     return str(request.param)

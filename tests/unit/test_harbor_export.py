@@ -16,11 +16,13 @@ from pathlib import Path
 import pytest
 
 from environments.ecosystems import load_ecosystem
+from environments.ecosystems.code import TRUST
 from tests.support.dataset import write_outcomes
 from tests.support.harbor_data import ROOT, accepted, taskfactory
 
 INVENTORY = str(ROOT / "tests/fixtures/ecosystems/inventory")
-NO_DOCKER = {**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
+NO_DOCKER = {**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock", TRUST: "1"}
+"""No engine; the inventory folder, the project's test code, runs trusted on the host."""
 
 
 @pytest.fixture(scope="module")

@@ -108,13 +108,13 @@ def test_an_unbindable_parameter_type_is_refused_when_the_ecosystem_loads(tmp_pa
         "does, or give the parameter a sample or fresh")
 
 
-@pytest.mark.parametrize("in_workers", [True, False])
-def test_a_samplers_context_may_use_any_keyword(tmp_path, in_workers):
+@pytest.mark.parametrize("where", ["host", "in-process"])
+def test_a_samplers_context_may_use_any_keyword(tmp_path, where):
     from environments.ecosystems.code import load_functions
 
     (tmp_path / "s.py").write_text("def pick(content, rng, name, role):\n"
                                    "    return f'{name}/{role}'\n")
-    functions, shapes = load_functions(tmp_path, {"samplers": "s.py"}, in_workers)
+    functions, shapes = load_functions(tmp_path, {"samplers": "s.py"}, where)
     assert functions["samplers"]["pick"](b"", random.Random(1), name="n", role="r") == "n/r"
     names = [name for name, _, _ in shapes["samplers"]["pick"] or []]
     assert names == ["content", "rng", "name", "role"]
