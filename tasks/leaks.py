@@ -20,10 +20,11 @@ answers are matched whole.
 
 One item may also answer another: a text answer (with a letter, four characters or more)
 equal to a value another item asks to be made, when the instruction alone determines that
-value (its step reads nothing looked up, and no literal of it is written as a
-description) — the message of a tag the task restores — is read off that item, shown or
-not (a git fix task restoring a tag with "the message it had (Release and its version)"
-and asking for the subject of the commit it tags, ``Release 0.2.0``).  A value the solver
+value (its step reads nothing looked up, no literal of it is written as a description,
+and half of the answer's words stand in the text) — the message of a tag the task
+restores — is read off that item, shown or not (a git fix task restoring a tag with "the
+message it had (Release and its version)" and asking for the subject of the commit it
+tags, ``Release 0.2.0``).  A value the solver
 must look up first (the email of a team's lead it assigns a ticket to) answers nothing.
 """
 
@@ -104,11 +105,18 @@ def determined(spec: EcosystemSpec, graph: WorkflowGraph, trace: Trace,
     return [c for c in checks if c.kind == "state" and c.key in keys]
 
 
-def answered_by(answer: str, checks: Sequence[Check]) -> str | None:
+_WORD = re.compile(r"[\w.@-]+")
+
+
+def answered_by(answer: str, checks: Sequence[Check], text: str) -> str | None:
     """The other item whose checked value is the answer (see the module doc), or None;
-    ``checks``: those :func:`determined` keeps."""
+    ``checks``: those :func:`determined` keeps.  At least half of the answer's words must
+    stand in the instruction ``text``: the value is read off what it says, not looked up."""
     want = answer.strip().lower()
     if len(want) < 4 or not any(ch.isalpha() for ch in want):
+        return None
+    words, said = _WORD.findall(want), set(_WORD.findall(text.lower()))
+    if 2 * sum(w in said for w in words) < len(words):
         return None
     for c in checks:
         if c.kind == "state" and any(t.strip().lower() == want for t in _leaves(c.expected)):
@@ -120,7 +128,7 @@ def check_not_leaked(answer: str | None, text: str, items: Sequence[Line],
                      checks: Sequence[Check] = ()) -> None:
     """Raise ``instruct/leaked_answer`` when the instruction shows the task's answer, or
     another of its items asks for it (``checks``: the :func:`determined` ones)."""
-    where = leaked_in(answer or "", text, items) or answered_by(answer or "", checks)
+    where = leaked_in(answer or "", text, items) or answered_by(answer or "", checks, text)
     if where is not None:
         shown = answer.strip() if answer else ""
         shown = shown if len(shown) <= 40 else shown[:37] + "..."

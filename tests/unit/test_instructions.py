@@ -486,3 +486,20 @@ def test_the_context_names_the_database_file_except_in_the_goal_style():
     assert "shop.db" not in goal and "{%" not in goal
     assert "The shop's SQLite database `shop.db` (tables" in spec and spec == step
     assert goal.startswith("The shop's SQLite database (tables `customers`")
+
+
+def test_one_item_never_answers_another():
+    """A restored tag's message the instruction spells out by rule answers a question for
+    the subject of the commit it tags; a value the solver must look up answers nothing."""
+    from schemas.verifier import Check
+    from tasks.leaks import answered_by
+
+    tag = [Check(kind="state", section="tags", key="v0.2.0",
+                 expected={"commit": "abc", "annotation": "Release 0.2.0"})]
+    text = "`v0.2.0`: back as it was, with the message it had (Release and its version)."
+    assert answered_by("Release 0.2.0", tag, text) == "the value asked of tags/v0.2.0"
+    assert answered_by("Release 0.3.0", tag, text) is None
+    ticket = [Check(kind="state", section="tickets", key="8", expected={"team": "growth"})]
+    assert answered_by("growth", ticket, "ticket `8`: on the team of its assignee") is None
+    assert answered_by("7", [Check(kind="state", section="t", key="k", expected="7")],
+                       "7") is None  # too short to be read off anything
