@@ -76,6 +76,10 @@ class GateResult(BaseModel):
     memorizer_reward: float | None = None
     """A reconstruct task's program that copies the first public example's expected output:
     accepted tasks score 0; None on other kinds."""
+    hardcoded_reward: float | None = None
+    """A reconstruct task's reference program with each choice replaced by the entry it
+    found in the first public example (``tasks/choices.py``): accepted tasks score 0;
+    None on other kinds and where the program makes no choice."""
     alternative_reward: float | None = None
     """The solution with each step's alternative command (``tasks/alternative.py``):
     accepted tasks score 1; None where no step's tool has an alternative."""
@@ -98,6 +102,6 @@ class GateResult(BaseModel):
         shortcuts = [self.empty_reward or 0.0, self.partial_reward or 0.0,
                      self.literals_reward or 0.0, self.vandal_reward or 0.0,
                      self.memorizer_reward or 0.0, self.hostile_reward or 0.0,
-                     self.near_miss_reward or 0.0]
+                     self.near_miss_reward or 0.0, self.hardcoded_reward or 0.0]
         return (self.baseline_reward == 0.0 and self.reference_reward == 1.0
                 and all(r < 1.0 for r in shortcuts) and self.alternative_reward in (None, 1.0))

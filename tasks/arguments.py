@@ -26,6 +26,7 @@ from environments.ecosystems.usercode import UserCodeError
 from environments.sandbox import Sandbox
 from schemas.graph import WorkflowGraph
 from schemas.trace import StepTrace, Trace
+from tasks.choices import kept
 from tasks.commands import render_shell, shell_script, shell_word, solution_failure
 from tasks.failures import StageFailure, user_code_failure
 from tasks.realize import probe
@@ -94,12 +95,13 @@ def parameterized(eco: Ecosystem, graph: WorkflowGraph, trace: Trace,
     """The trace whose commands make the program: each argument's value replaced by its
     positional parameter, and a value a read step printed for a later step (a lookup)
     captured in a shell variable that the later step uses (where the later step's command
-    takes it as a plain word or a SQL string); the values recorded in ``args`` stay the
-    candidate's."""
+    takes it as a plain word or a SQL string); every choice's value is captured too
+    (:func:`tasks.choices.kept`: a case records it).  The values recorded in ``args``
+    stay the candidate's."""
     words = {(a.step_id, a.param): str(a.position) for a in arguments}
-    reads = _captured(eco, graph)
+    reads = captured_reads(eco, graph)
     words.update({key: f"v_{step}" for key, step in reads.items()})
-    captured = set(reads.values())
+    captured = set(reads.values()) | kept(eco, trace)
     steps = []
     for st in trace.steps:
         mine = {n: w for (sid, n), w in words.items() if sid == st.step_id}
@@ -111,7 +113,7 @@ def parameterized(eco: Ecosystem, graph: WorkflowGraph, trace: Trace,
     return trace.model_copy(update={"steps": steps})
 
 
-def _captured(eco: Ecosystem, graph: WorkflowGraph) -> dict[tuple[str, str], str]:
+def captured_reads(eco: Ecosystem, graph: WorkflowGraph) -> dict[tuple[str, str], str]:
     """(step, param) -> the read step whose printed value the program captures for it."""
     tools = {s.id: eco.spec.tool(s.tool) for s in graph.steps}
     return {(s.id, name): b.step for s in graph.steps for name, b in s.bind.items()
@@ -147,7 +149,7 @@ def case_arguments(sandbox: Sandbox, eco: Ecosystem, graph: WorkflowGraph, trace
     steps = {s.id: s for s in graph.steps}
     order = [st.step_id for st in trace.steps]
     program = parameterized(eco, graph, trace, arguments)
-    captured = _captured(eco, graph)
+    captured = captured_reads(eco, graph)
     traced = {st.step_id: st.args for st in trace.steps}
     drawn: dict[tuple[str, str], str] = {}
     printed: dict[str, str] = {}  # read step -> the value the program captured

@@ -24,6 +24,10 @@ rebuilt environment.
 - ``literals``: every output holding the instruction's literals, the answer tried as each;
 - ``memorizer``: a reconstruct task's program that copies the first public example's
   expected output, whatever its input (:func:`tasks.program.memorizer_program`);
+- ``hardcoded``: a reconstruct task's reference program with each choice (a step that
+  singles out one entry by a rule: the CSV file with the most lines) replaced by printing
+  the entry it found in the first public example (:mod:`tasks.choices`; only where the
+  program makes a choice);
 - ``unrepaired``: a fix task's reference minus its repair steps (only when other writes
   follow them): a later step must not make the repair moot;
 - ``vandal``: the reference solution, then one change to a seeded entry the task leaves
@@ -70,6 +74,7 @@ from schemas.trace import StepTrace, Trace
 from schemas.verifier import Check
 from tasks.alternative import AlternativeSolution, alternative_solution, explain
 from tasks.attacks import attack_script, attacks_for
+from tasks.choices import choice_steps, hardcoded_trace
 from tasks.commands import shell_script, solution_failure, solution_script
 from tasks.failures import Reason, StageFailure
 from tasks.near_miss import NearMiss, near_misses
@@ -311,6 +316,13 @@ def _alternative(host: Host, task: ControlTask) -> Acted:
     return Acted(solved=host.solve(solution.script), what=str(solution))
 
 
+def _hardcoded(host: Host, task: ControlTask) -> Acted:
+    chosen = ", ".join(f"{st.step_id} {st.tool} (`{st.output}`)"
+                       for st in choice_steps(task.eco, task.trace))
+    program = program_script(hardcoded_trace(task.eco, task.trace), task.eco.spec.answer_file)
+    return Acted(solved=host.solve(installer(program)), what=chosen)
+
+
 def _memorizer(host: Host, task: ControlTask) -> Acted:
     assert task.public_case is not None, "the memorizer applies only to reconstruct tasks"
     return Acted(solved=host.solve(installer(memorizer_program(task.public_case))))
@@ -368,6 +380,11 @@ CONTROLS: tuple[Control, ...] = (
     Control("memorizer", _memorizer, "fail", "memorizer_passed",
             PASSES.format("with a program that copies the first public example's expected "
                           "output"), applies=lambda task: task.reconstruct),
+    Control("hardcoded", _hardcoded, "fail", "hardcoded_passed",
+            PASSES.format("with the reference program printing the first public example's "
+                          "entry instead of making each choice: {what}"),
+            applies=lambda task: task.reconstruct and bool(choice_steps(task.eco,
+                                                                        task.trace))),
     Control("unrepaired", _unrepaired, "fail", "repair_moot",
             PASSES.format("after the reference solution without its repair steps"),
             applies=lambda task: bool(_repairs(task)) and len(_writes(task)) > len(

@@ -37,7 +37,9 @@ Reason = Literal[
     "case_failed",       # (reconstruct) the reference program fails on a case
     "case_too_large",    # (reconstruct) a public case's workspace is too large to ship
     "invariant_outputs",  # (reconstruct) the outputs are the same on every hidden case
+    "choice_untested",   # (reconstruct) no hidden case resolves a choice to a new entry
     "memorizer_passed",  # (reconstruct) a program copying a public output passes
+    "hardcoded_passed",  # (reconstruct) the program with case-a's choices hard-coded passes
     "hidden_leaked",     # (reconstruct) hidden case content in the agent's workspace
     "examples_differ",   # (reconstruct) the program's test run differs from an example
     "sandbox",           # the sandbox itself failed (engine error)

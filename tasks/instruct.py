@@ -140,12 +140,12 @@ def instruction_items(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, rng: r
                       style: InstructionStyle = "spec", checks: Sequence[Check] = (),
                       described: Mapping[str, str] | None = None) -> list[Item]:
     """The write steps' outputs (goal: the listed ones, composed; else every one), then
-    the answer of a final read step.  Outside goal style, a value an earlier lookup
-    printed is explained where a later step uses it."""
+    the answer of a final read step; a literal of ``described`` is written as its
+    description.  Outside goal style, a value an earlier lookup printed is explained
+    where a later step uses it."""
     steps = flow(eco.spec, graph, trace, checks)
     goal = style == "goal"
-    composer = Composer(eco.spec, trace, steps, compose=goal,
-                        described=described if goal else None)
+    composer = Composer(eco.spec, trace, steps, compose=goal, described=described)
     items = []
     for i, st in enumerate(trace.steps):
         tool = eco.spec.tool(st.tool)
@@ -173,10 +173,12 @@ def _without_target(target: str, text: str) -> str:
 
 
 def _observed_note(composer: Composer, ups: dict[str, int]) -> str:
-    """`` (`12` is the id of ...)`` for each input bound to an earlier read's value."""
+    """`` (`12` is the id of ...)`` for each input bound to an earlier read's value (one
+    written as its description is named by it already)."""
     notes: dict[str, str] = {}
     for u in ups.values():
-        if composer.spec.tool(composer.trace.steps[u].tool).effect != "write":
+        if composer.spec.tool(composer.trace.steps[u].tool).effect != "write" \
+                and str(composer.trace.steps[u].output) not in composer.described:
             value = composer.trace.steps[u].output
             notes.setdefault(str(value), f"`{value}` is {composer.phrase(u)}")
     return f" ({'; '.join(notes.values())})" if notes else ""

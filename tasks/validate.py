@@ -185,14 +185,15 @@ def run_reconstruct_gate(sandbox: Sandbox, eco: Ecosystem, trace: Trace, checks:
 
 def gate_result(scores: dict[str, Score]) -> GateResult:
     """The gate's record of the controls' scores (``empty``, ``literals``, ``partial``,
-    ``memorizer``, ``vandal``, ``near_miss``, ``alternative`` and ``hostile`` are None
-    without them; without
-    ``open_loop`` the open-loop solution was the reference)."""
+    ``memorizer``, ``hardcoded``, ``vandal``, ``near_miss``, ``alternative`` and
+    ``hostile`` are None without them; without ``open_loop`` the open-loop solution was the
+    reference)."""
     nop, ref = scores["nop"], scores["reference"]
     empty, lits, memorizer = scores.get("empty"), scores.get("literals"), scores.get("memorizer")
     partial, open_loop = scores.get("partial"), scores.get("open_loop", ref)
     vandal, alternative = scores.get("vandal"), scores.get("alternative")
     hostile, near_miss = scores.get("hostile"), scores.get("near_miss")
+    hardcoded = scores.get("hardcoded")
     return GateResult.model_validate({
         "checks_total": ref.checks_total,
         "baseline_reward": nop.reward, "baseline_checks_passed": nop.checks_passed,
@@ -205,6 +206,7 @@ def gate_result(scores: dict[str, Score]) -> GateResult:
         "literals_checks_passed": lits.checks_passed if lits else None,
         "literal_trials": lits.trials if lits else None, "open_loop_reward": open_loop.reward,
         "memorizer_reward": memorizer.reward if memorizer else None,
+        "hardcoded_reward": hardcoded.reward if hardcoded else None,
         "vandal_reward": vandal.reward if vandal else None,
         "vandal_checks_passed": vandal.checks_passed if vandal else None,
         "alternative_reward": alternative.reward if alternative else None,

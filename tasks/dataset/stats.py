@@ -100,6 +100,8 @@ def reconstruct(con: duckdb.DuckDBPyConnection) -> str:
                min(hidden_cases) as "hidden min", round(avg(hidden_cases), 1) as "hidden avg",
                count(*) filter (gate.reference_reward = 1) as "reference 1",
                count(*) filter (gate.memorizer_reward < 1) as "memorizer < 1",
+               count(gate.hardcoded_reward) as "hardcoded run",
+               count(*) filter (gate.hardcoded_reward = 0) as "hardcoded 0",
                count(*) filter (gate.partial_reward < 1) as "partial < 1"
         from tasks where kind = 'reconstruct' group by all order by all""",
         "Each task's verifier judges the program on its hidden cases in three levels: "
@@ -107,9 +109,11 @@ def reconstruct(con: duckdb.DuckDBPyConnection) -> str:
         "semantics (every output right on every case, under the probe sections' compare "
         "modes) and anti-shortcut (its outputs vary with its input); the reward is 1 only "
         "when every hidden case is right.  The gate's controls: the reference program "
-        "(must score 1), a memorizer copying a public example's expected output and the "
-        "reference minus its last mutating step, or its last step when it only reads (both "
-        "must score below 1).")
+        "(must score 1), a memorizer copying a public example's expected output, the "
+        "reference with each choice (the file with the most lines...) replaced by the entry "
+        "it found in the first example, where the program makes one, and the reference "
+        "minus its last mutating step, or its last step when it only reads (all must score "
+        "below 1).")
 
 
 def faults(con: duckdb.DuckDBPyConnection) -> str:

@@ -7,7 +7,8 @@ with a fresh factory realization (:mod:`tasks.harbor.identity`).  A folder passe
 is identical and every control scored as it must: the reference 1 (its ``solve.sh``
 exiting 0), every other control 0.  On a reconstruct folder the controls are the gate's
 for that kind (:attr:`tasks.harbor.source.ExportTask.controlled`): no program 0, the
-reference program 1, the memorizer and the reference program minus its last write 0.
+reference program 1, the memorizer, the reference program with its choices hard-coded and
+the reference program minus its last write 0.
 """
 
 from __future__ import annotations

@@ -4,15 +4,15 @@ literals control reads it)."""
 from __future__ import annotations
 
 from schemas.records import StageName
-from tasks.arguments import program_arguments
 from tasks.instruct import render_instruction
-from tasks.instruct_reconstruct import reconstruct_instruction
+from tasks.instruct_reconstruct import reconstruct_draft
 from tasks.stages.context import CandidateContext, Phase
 
 
 class Draft:
     """Goal, spec or step style; the same seed gives the same text.  A reconstruct task's
-    wraps the spec style's in the program's interface and examples."""
+    is the spec style's, stated as a rule, in the program's interface and examples
+    (:func:`tasks.instruct_reconstruct.reconstruct_draft`)."""
 
     name: StageName = "draft"
     phase: Phase = "render_s"
@@ -21,9 +21,10 @@ class Draft:
     gives: tuple[str, ...] = ("draft",)
 
     def run(self, ctx: CandidateContext) -> None:
+        if ctx.cases is not None:
+            ctx.draft = reconstruct_draft(ctx.eco, ctx.graph, ctx.trace, ctx.candidate.seed,
+                                          ctx.checks, ctx.cases)
+            return
         ctx.draft = render_instruction(
             ctx.eco, ctx.graph, ctx.trace, ctx.candidate.seed, ctx.instruction_style,
             ctx.checks, {x: d.text for x, d in ctx.descriptions.items()})
-        if ctx.cases is not None:
-            ctx.draft = reconstruct_instruction(ctx.draft, ctx.cases,
-                                                program_arguments(ctx.eco, ctx.graph))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from schemas.records import StageName
 from tasks.instruct import context_text
+from tasks.instruct_reconstruct import stated
 from tasks.leaks import check_not_leaked, determined
 from tasks.paraphrase import paraphrase_instruction
 from tasks.preserve import check_items_preserved, check_preserved, required_literals
@@ -18,13 +19,16 @@ class Instruct:
     name: StageName = "instruct"
     phase: Phase = "render_s"
     needs: tuple[str, ...] = ("eco", "graph", "trace", "checks", "draft", "llm",
-                              "descriptions")
+                              "descriptions", "cases")
     gives: tuple[str, ...] = ("required", "instruction")
 
     def run(self, ctx: CandidateContext) -> None:
         draft = ctx.draft
-        required = required_literals(ctx.eco.spec, ctx.graph, ctx.trace, ctx.checks,
-                                     draft.style,
+        trace, checks = ctx.trace, ctx.checks
+        if ctx.cases is not None:  # the rule's literals, as the draft states them
+            rule = stated(ctx.eco, ctx.graph, ctx.trace, ctx.checks)
+            trace, checks = rule.trace, rule.checks
+        required = required_literals(ctx.eco.spec, ctx.graph, trace, checks, draft.style,
                                      {x: d.shown for x, d in ctx.descriptions.items()})
         check_preserved(draft.text, required)
         check_items_preserved(draft.items, required, context_text(ctx.eco, draft.style))

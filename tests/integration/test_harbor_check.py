@@ -6,8 +6,9 @@ exported with the CLI and checked with ``check-harbor``: every image must rebuil
 factory's environment exactly and every control must score as the gate did.  Broken
 copies of the folders show that the check does fail: a seed byte changed, the git setup
 dropped, a test.sh that rewards doing nothing.  Reconstruct tasks are exported and checked
-too (their controls are nop, reference, memorizer and partial), and no line of a hidden
-case is anywhere in their folders but tests/, or in their built images.
+too (their controls are nop, reference, memorizer, partial and, where the program makes
+a choice, hardcoded), and no line of a hidden case is anywhere in their folders but
+tests/, or in their built images.
 """
 
 import json
@@ -225,7 +226,8 @@ def test_reconstruct_folders_lay_out_the_examples_and_score_like_the_gate(recons
         rewards = {c["name"]: c["reward"] for c in r["controls"]}
         gate = gates[r["task_id"]]
         assert rewards == {"nop": 0.0, "reference": 1.0, "memorizer": 0.0, "hostile": 0.0,
-                           **({} if gate.partial_reward is None else {"partial": 0.0})}, r
+                           **({} if gate.partial_reward is None else {"partial": 0.0}),
+                           **({} if gate.hardcoded_reward is None else {"hardcoded": 0.0})}, r
         assert gate.hostile_reward == 0.0
         toml = (out / f"{r['ecosystem']}-{r['task_id']}/task.toml").read_text()
         assert "timeout_sec = 240.0" in toml  # the program on each of the 3 hidden cases

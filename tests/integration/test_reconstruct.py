@@ -49,6 +49,7 @@ def test_accepted_reconstruct_tasks_pass_the_reference_only(outcomes, name):
         gate = task.gate
         assert gate.baseline_reward == 0 and gate.reference_reward == 1
         assert gate.memorizer_reward == 0
+        assert gate.hardcoded_reward in (None, 0.0)  # None: the program makes no choice
         assert gate.partial_reward == 0  # the program minus its last (mutating) step
         assert gate.empty_reward is None and gate.literals_reward is None
         cases = json.loads(task.cases_json)
