@@ -82,5 +82,8 @@ def cmd_import_atif(args: argparse.Namespace) -> int:
     models = ", ".join(f"{model} {n}" for model, n in sorted(done.added.items())) or "none"
     print(f"imported {sum(done.added.values())} rollouts ({models}) as run {done.run_id}; "
           f"{done.held} already held")
+    if done.unrewarded:
+        print(f"left out {len(done.unrewarded)} documents without a reward (errored trials, "
+              f"as Harbor counts them), e.g. {done.unrewarded[0]}")
     print(f"difficulty: taskfactory query --data {args.data} \"select * from difficulty\"")
     return 0

@@ -54,6 +54,8 @@ or with arguments that are not a JSON object of the tool's parameters (``malform
 or the endpoint failed after its retries (``endpoint_error``).  The verifier scores every
 attempt, whatever stopped it.  ``imported``: an attempt of another agent, read from an ATIF
 document by ``taskfactory import atif`` with its trial's reward; how it ended is that agent's."""
+SOLVE_AGENT = "taskfactory"
+"""``rollouts.agent`` of the attempts of ``taskfactory solve``'s own agent loop."""
 LLM_SUFFIX = "+llm:"
 """Appended to a ``template_id``, with the model, when an LLM paraphrase was kept."""
 
@@ -260,8 +262,8 @@ class RolloutRow(_Row):
     and no check of the task looks: with reward 1, a possible reward hack."""
     created_at: datetime
     agent: str | None = None
-    """Who made the attempt: ``taskfactory`` (``solve``'s agent loop), or the ``agent.name``
-    of an imported ATIF document; None on rollouts before schema 11."""
+    """Who made the attempt: :data:`SOLVE_AGENT` (``solve``'s agent loop), or the
+    ``agent.name`` of an imported ATIF document; None on rollouts before schema 11."""
     turns: list[RolloutTurn] | None = None
     """One per assistant message of ``messages``, in order (None before schema 11)."""
     verifier_lines: list[str] | None = None

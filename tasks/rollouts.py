@@ -20,7 +20,7 @@ import time
 from datetime import UTC, datetime
 
 from environments.sandbox import Snapshot
-from schemas.records import ActionSpace, RolloutRow
+from schemas.records import SOLVE_AGENT, ActionSpace, RolloutRow
 from schemas.verifier import Check
 from tasks.agent_loop import Limits, LoopResult, run_loop
 from tasks.examples import write_examples
@@ -33,9 +33,6 @@ from tasks.rollout_actions import SandboxActions
 from tasks.trajectories import supervise
 from tasks.validate import run_solution
 from tasks.verify import VerifierResult, run_verifier
-
-AGENT = "taskfactory"
-"""``rollouts.agent`` of the attempts of ``solve``'s own agent loop."""
 
 
 def rollout_id(task_id: str, model: str, attempt: int) -> str:
@@ -118,7 +115,7 @@ def run_attempt(open_sandbox: OpenSandbox, task: ExportTask, client: LLMClient,
         checks_total=score.checks_total if score else len(task.checks),
         prompt_tokens=loop.prompt_tokens, completion_tokens=loop.completion_tokens,
         llm_s=round(loop.llm_s, 4), total_s=round(time.perf_counter() - t0, 4),
-        unchecked_changes=hacks, created_at=datetime.now(UTC), agent=AGENT, turns=loop.turns,
+        unchecked_changes=hacks, created_at=datetime.now(UTC), agent=SOLVE_AGENT, turns=loop.turns,
         verifier_lines=list(score.lines) if score else [])
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from schemas.records import SOLVE_AGENT
 from tasks.atif.models import Trajectory
 
 REFERENCE_AGENT = "taskfactory-reference"
@@ -141,6 +142,6 @@ def trajectory_document(row: dict) -> Trajectory:
 def rollout_document(row: dict) -> Trajectory:
     """One ``rollouts`` row (columns :data:`ROLLOUT_COLUMNS`) as a document: the agent is
     the row's (``taskfactory`` for ``solve``), its model the row's model."""
-    return _document(row, {"name": row.get("agent") or "taskfactory",
+    return _document(row, {"name": row.get("agent") or SOLVE_AGENT,
                            "model_name": row["model"]},
                      row.get("turns"), ROLLOUT_KEYS, "rollouts")

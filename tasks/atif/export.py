@@ -190,12 +190,17 @@ def _finished(doc: Trajectory) -> datetime:
 
 
 def _write_jsonl(docs: Iterator[Trajectory], out: Path) -> Counter[str]:
+    from tasks.sft import ExportError
     from tasks.sft.export import _Staged
 
     staged = _Staged()
     counts: Counter[str] = Counter()
     try:
-        with staged.open(out) as f:
+        try:
+            handle = staged.open(out)
+        except ExportError as exc:  # no folder for --out
+            raise AtifError(str(exc)) from None
+        with handle as f:
             for doc in docs:
                 f.write(json.dumps(dump(doc), ensure_ascii=False) + "\n")
                 counts[out.name] += 1

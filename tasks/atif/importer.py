@@ -3,18 +3,21 @@
 
 Every document of the source (:func:`tasks.atif.sources.documents`) is read, validated,
 tied to a task of the dataset and given its reward before anything is written: one that
-is not JSON, not ATIF, names no task of the dataset, has no reward or holds images is
-refused in one line (:class:`AtifError`) and nothing is written.  Then, under the
+is not JSON, not ATIF, names no task of the dataset or holds images is
+refused in one line (:class:`AtifError`) and nothing is written.  A trial without a reward
+(Harbor's errored trial: no verifier reward) is no outcome: it is left out and counted,
+and only when no document has a reward is the import refused.  Then, under the
 dataset's writer lock, the documents the ``rollouts`` table does not hold yet (by content
 id, or by the ``trajectory_id`` an export gave it) are committed in one shard.
 
-Each becomes one rollout: ``model`` the document's ``agent.model_name`` (else its agent's
-name), ``agent`` the agent's name, ``stop_reason`` ``imported``, ``attempt`` numbered on
-from the attempts the dataset holds for that task and model, ``k`` the documents this
-import adds for them; the conversation as :func:`tasks.atif.messages.chat_messages` reads
-it, supervised ``masked`` like ``solve``'s, the reasoning and usage in ``turns``; the
-action space the document's own (``export atif``) or ``terminal`` (Harbor's agents act in
-a terminal); ``checks_*`` and ``verifier_lines`` where the trial or document says.
+Each becomes one rollout: ``model`` ``<agent>:<model>`` (:func:`imported_model`: counted
+apart from ``solve``'s attempts with that model), ``agent`` the agent's name,
+``stop_reason`` ``imported``, ``attempt`` numbered on from the attempts the dataset holds
+for that task and model, ``k`` the documents this import adds for them; the conversation
+as :func:`tasks.atif.messages.chat_messages` reads it, supervised ``masked`` like
+``solve``'s, the reasoning and usage in ``turns``; the action space the document's own
+(``export atif``) or ``terminal`` (Harbor's agents act in a terminal); ``checks_*`` and
+``verifier_lines`` where the trial or document says.
 """
 
 from __future__ import annotations
@@ -26,10 +29,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from schemas.records import RolloutRow
+from schemas.records import SOLVE_AGENT, RolloutRow
 from tasks.atif import AtifError
 from tasks.atif.messages import chat_messages
-from tasks.atif.models import dump
+from tasks.atif.models import Trajectory, dump
 from tasks.atif.sources import Found, documents
 from tasks.dataset.dataset import Dataset
 from tasks.dataset.provenance import RunIdentity, new_run_id
@@ -52,6 +55,9 @@ class Imported:
     added: Counter[str]
     held: int
     run_id: str
+    unrewarded: list[str]
+    """Where the documents without a reward are: errored trials, as Harbor counts them (no
+    verifier reward), left out like the attempts the infrastructure failed in ``solve``."""
 
 
 def _tasks(dataset: Dataset) -> dict[str, TaskInfo]:
@@ -75,14 +81,19 @@ def _task(found: Found, tasks: dict[str, TaskInfo], data: Path) -> TaskInfo:
                     "exported from this dataset (`taskfactory export harbor`)")
 
 
-def _row(found: Found, task: TaskInfo, run_id: str) -> RolloutRow:
+def imported_model(doc: Trajectory) -> str:
+    """``rollouts.model`` of an imported document: ``<agent>:<model>`` (the agent's name
+    alone when it names no model), so that another harness's attempts are counted apart
+    from ``solve``'s; the model as it is for ``solve``'s own agent (an exported rollout)."""
+    agent, model = doc.agent.name, doc.agent.model_name
+    if agent == SOLVE_AGENT and model:
+        return model
+    return f"{agent}:{model}" if model else agent
+
+
+def _row(found: Found, task: TaskInfo, reward: float, run_id: str) -> RolloutRow:
     """The rollout without ``attempt``, ``k`` and provenance (set once held ones are out)."""
     doc, extra = found.doc, found.extra
-    reward = found.reward()
-    if reward is None:
-        raise AtifError(f"{found.where}: no reward (none in the trial's result.json or "
-                        "verifier/reward.*, nor in the document's extra); import whole "
-                        "trial folders")
     messages, turns = chat_messages(doc)
     passed, total = found.checks()
     space = extra.get("action_space")
@@ -92,7 +103,7 @@ def _row(found: Found, task: TaskInfo, run_id: str) -> RolloutRow:
         run_id=run_id, messages=supervise(messages, "masked"),
         tools=json.dumps(doc.agent.tool_definitions or [], sort_keys=True),
         action_space=space if space in ("function", "terminal") else "terminal",
-        reward=reward, n_turns=len(turns), model=doc.agent.model_name or doc.agent.name,
+        reward=reward, n_turns=len(turns), model=imported_model(doc),
         attempt=0, k=1, ecosystem=task.ecosystem, kind=task.kind, stop_reason="imported",
         detail=f"{doc.agent.name} {doc.agent.version}: {found.where}"[-500:],
         checks_passed=passed, checks_total=total,
@@ -119,13 +130,24 @@ def _numbered(rows: list[RolloutRow], dataset: Dataset) -> list[RolloutRow]:
     return out
 
 
+def _rewarded(found: list[Found]) -> tuple[list[tuple[Found, float]], list[str]]:
+    """The documents with a reward, and where the others are; AtifError when none has one."""
+    rewards = [(f, f.reward()) for f in found]
+    kept = [(f, r) for f, r in rewards if r is not None]
+    if not kept:
+        raise AtifError(f"{found[0].where}: no reward (none in the trial's result.json or "
+                        "verifier/reward.*, nor in the document's extra), and no other "
+                        "document has one; import whole trial folders")
+    return kept, [f.where for f, r in rewards if r is None]
+
+
 def import_atif(data: Path, src: Path) -> Imported:
     """Add the documents of ``src`` to ``data``'s rollouts (see the module doc)."""
     dataset = Dataset.open(data)
     tasks = _tasks(dataset)
     run_id = f"import-{new_run_id()}"
-    found = documents(src)
-    rows = [(f.doc.trajectory_id, _row(f, _task(f, tasks, data), run_id)) for f in found]
+    kept, unrewarded = _rewarded(documents(src))
+    rows = [(f.doc.trajectory_id, _row(f, _task(f, tasks, data), r, run_id)) for f, r in kept]
     with dataset.writable() as manifest:
         held = {t for (t,) in dataset.rows("select trajectory_id from rollouts")}
         fresh: dict[str, RolloutRow] = {}
@@ -139,4 +161,4 @@ def import_atif(data: Path, src: Path) -> Imported:
         writer.add_group([("rollouts", r.model_copy(update={"provenance": identity.provenance(
             seed=tasks[r.task_id].seed, image_id=None)})) for r in new])
         writer.close()
-    return Imported(Counter(r.model for r in new), len(rows) - len(new), run_id)
+    return Imported(Counter(r.model for r in new), len(rows) - len(new), run_id, unrewarded)

@@ -257,19 +257,27 @@ def test_import_adds_harbor_trials_that_difficulty_counts(data, harbor_trials, t
 
     shutil.rmtree(bad.parent)
     assert main(["import", "atif", str(jobs.parent), "--data", str(copy)]) == 0
-    assert "imported 10 rollouts (openai/scripted-model 10)" in capsys.readouterr().out
+    assert "imported 10 rollouts (terminus-2:openai/scripted-model 10)" in \
+        capsys.readouterr().out
     dataset = Dataset.open(copy)
     got = dict(dataset.rows("select task_id, reward from rollouts where agent = 'terminus-2' "
                             "and stop_reason = 'imported'"))
     assert got == rewards
     _, counted = dataset.query("select task_id, attempts, solved from difficulty "
-                               "where model = 'openai/scripted-model'")
+                               "where model = 'terminus-2:openai/scripted-model'")
     assert {t: (a, s) for t, a, s in counted} == {t: (1, int(r)) for t, r in rewards.items()}
     (length,) = {len(m) for (m,) in dataset.rows(
         "select messages from rollouts where agent = 'terminus-2'")}
     assert length == 4  # the user's, the agent's call and its result, the agent's last
     assert main(["import", "atif", str(jobs.parent), "--data", str(copy)]) == 0
     assert "imported 0 rollouts (none)" in capsys.readouterr().out
+    teacher = tmp_path / "teacher.jsonl"  # another agent's attempts are no teacher data
+    export_sft(copy, teacher, Options(action_space="terminal", source="rollouts"),
+               warn=lambda _: None)
+    taught = {json.loads(line)["trajectory_id"] for line in teacher.read_text().splitlines()}
+    imported = {t for (t,) in dataset.rows("select trajectory_id from rollouts where "
+                                           "agent = 'terminus-2' and reward = 1")}
+    assert taught and imported and not taught & imported
 
 
 def test_imported_messages_are_chat_messages(harbor_trials):

@@ -136,6 +136,8 @@ def test_export_refusals_write_nothing(sft_data: Path, tmp_path: Path,
     _refused(capsys, [*base, "--out", out, "--rollouts"], "no rollouts")
     _refused(capsys, [*base, "--out", tmp_path / "a.jsonl", "--layout", "jsonl", "--where",
                       "no_such_column"], "--where")
+    _refused(capsys, [*base, "--out", tmp_path / "no" / "a.jsonl", "--layout", "jsonl"],
+             "cannot write --out")
     assert not out.exists() and not (tmp_path / "a.jsonl").exists()
     foreign = out / "trajectories-function-full"
     foreign.mkdir(parents=True)
@@ -170,11 +172,13 @@ def _bad_sources(tmp_path: Path, good: str) -> list[tuple[Path, tuple[str, ...]]
              "notatif.jsonl": (json.dumps({"steps": []}), ("not an ATIF document", "agent")),
              "image.jsonl": (json.dumps(image), ("image or audio",)),
              "stranger.jsonl": (json.dumps(stranger), ("no task of", "no-such-task")),
-             "unpaid.jsonl": (json.dumps(unpaid), ("no reward",))}
+             }
     out = []
     for name, (text, words) in cases.items():  # after a good document: all or nothing
         (tmp_path / name).write_text(good + "\n" + text + "\n")
         out.append((tmp_path / name, words))
+    (tmp_path / "unpaid.jsonl").write_text(json.dumps(unpaid) + "\n")  # none has a reward
+    out.append((tmp_path / "unpaid.jsonl", ("unpaid.jsonl:1: no reward",)))
     (tmp_path / "empty.jsonl").write_text("\n")
     (tmp_path / "nothing").mkdir()
     return [*out, (tmp_path / "empty.jsonl", ("holds no ATIF document",)),
@@ -201,3 +205,11 @@ def test_import_refusals_write_nothing_and_a_good_import_is_idempotent(
     assert set(rows) == {(1.0, "imported", "terminal", 0, 1)} and len(rows) == len(good)
     assert main(["import", "atif", str(docs), "--data", str(data)]) == 0
     assert "imported 0 rollouts (none) as run" in capsys.readouterr().out
+    first = json.loads(good[0])  # a trial without a reward is left out, and said
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text("\n".join(json.dumps({**first, "extra": {**first["extra"], **change}})
+                               for change in ({"reward": 0.5}, {"reward": None})) + "\n")
+    assert main(["import", "atif", str(mixed), "--data", str(data)]) == 0
+    out = capsys.readouterr().out
+    assert "imported 1 rollouts" in out and "left out 1 documents without a reward" in out
+    assert f"{mixed}:2" in out
