@@ -1,5 +1,5 @@
 """The ``taskfactory`` command line: run, plan, query, stats, card, export, check-harbor,
-solve (:mod:`flows.cli_solve`), serve.
+solve (:mod:`flows.cli_solve`), import (:mod:`flows.cli_atif`), serve.
 
 ``repair`` and ``vacuum`` (:mod:`flows.cli_repair`) mend a dataset folder.
 
@@ -405,23 +405,11 @@ def _dataset_parsers(sub: argparse._SubParsersAction) -> None:
     card.set_defaults(func=cmd_card)
 
 
-@functools.cache  # built once per process: parsing leaves it unchanged
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="taskfactory", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    run = sub.add_parser("run", help="generate tasks in a one-off flow run")
-    _run_options(run)
-    run.add_argument("--resume", nargs="?", const=True, metavar="RUN_ID",
-                     help="continue an interrupted run (default: the newest) with its "
-                          "recorded settings")
-    run.add_argument("--runner", choices=["threads", "dask"], default="threads",
-                     help="where candidates run: a thread pool here, or a Dask cluster")
-    run.add_argument("--address", metavar="tcp://HOST:PORT",
-                     help="the Dask scheduler (default with --runner dask: a local cluster)")
-    run.set_defaults(func=cmd_run)
-    _dataset_parsers(sub)
-    _plan_parser(sub)
-    export = sub.add_parser("export", help="export the dataset for other tools")
+def _export_parsers(sub: argparse._SubParsersAction) -> None:
+    """``export`` and its targets: sft (here), harbor, preference and atif."""
+    export = sub.add_parser("export", help="export the dataset for other tools: sft (JSONL "
+                            "for trainers), harbor (task folders), preference (DPO pairs), "
+                            "atif (trajectories in Harbor's trajectory format)")
     targets = export.add_subparsers(dest="target", required=True, parser_class=_Parser)
     from tasks.sft.families import FAMILIES, REASONING_KEYS
 
@@ -450,12 +438,38 @@ def build_parser() -> argparse.ArgumentParser:
     sft.add_argument("--out", type=path, required=True, help="JSONL file to write")
     sft.add_argument("--data", type=path, default=Path("data"))
     sft.set_defaults(func=cmd_export_sft)
-    from flows.cli_harbor import add_check_parser, add_export_parser
-    from flows.cli_repair import add_repair_parsers
-    from flows.cli_solve import add_preference_parser, add_solve_parser
+    from flows import cli_atif
+    from flows.cli_harbor import add_export_parser
+    from flows.cli_solve import add_preference_parser
 
     add_export_parser(targets)
     add_preference_parser(targets)
+    cli_atif.add_export_parser(targets)
+
+
+@functools.cache  # built once per process: parsing leaves it unchanged
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="taskfactory", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    run = sub.add_parser("run", help="generate tasks in a one-off flow run")
+    _run_options(run)
+    run.add_argument("--resume", nargs="?", const=True, metavar="RUN_ID",
+                     help="continue an interrupted run (default: the newest) with its "
+                          "recorded settings")
+    run.add_argument("--runner", choices=["threads", "dask"], default="threads",
+                     help="where candidates run: a thread pool here, or a Dask cluster")
+    run.add_argument("--address", metavar="tcp://HOST:PORT",
+                     help="the Dask scheduler (default with --runner dask: a local cluster)")
+    run.set_defaults(func=cmd_run)
+    _dataset_parsers(sub)
+    _plan_parser(sub)
+    _export_parsers(sub)
+    from flows import cli_atif
+    from flows.cli_harbor import add_check_parser
+    from flows.cli_repair import add_repair_parsers
+    from flows.cli_solve import add_solve_parser
+
+    cli_atif.add_import_parser(sub)
     add_solve_parser(sub)
     add_check_parser(sub)
     add_repair_parsers(sub)

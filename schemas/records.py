@@ -25,8 +25,11 @@ SCHEMA_VERSION = 11
 9: reconstruct tasks: + ``tasks.public_cases``, ``tasks.hidden_cases``, ``tasks.cases_json``
 and the gate's memorizer reward; the gate's empty and literals rewards are NULL where those
 controls do not apply.  10: + the gate's hostile reward (``tasks.gate.hostile_reward``).
-11: + the gate's near-miss reward; checks of kind ``only`` and answer checks compared by
-their parser."""
+11: + the gate's near-miss and hardcoded rewards; checks of kind ``only`` and answer checks
+compared by their parser; + ``rollouts.agent``, ``rollouts.turns`` (per assistant message:
+the model's reasoning, token usage where the endpoint reported it) and
+``rollouts.verifier_lines``; a rollout read from an ATIF document has the stop reason
+``imported``."""
 
 Supervision = Literal["masked", "full", "actobs"]
 ActionSpace = Literal["function", "terminal"]
@@ -45,13 +48,16 @@ description), ``draft`` (the template instruction),
 stage passed) and ``dedup`` (a duplicate of a task the dataset holds)."""
 AttemptStatus = Literal["accepted", "rejected", "errored"]
 StopReason = Literal["solved", "gave_up", "turn_limit", "timeout", "malformed_call",
-                     "endpoint_error"]
+                     "endpoint_error", "imported"]
 """Why a rollout ended (``rollouts.stop_reason``): the agent finished and the verifier passed
 (``solved``), it finished and the verifier failed (``gave_up``), it used every turn
 (``turn_limit``) or the wall-clock limit (``timeout``), it called a tool that does not exist
 or with arguments that are not a JSON object of the tool's parameters (``malformed_call``),
 or the endpoint failed after its retries (``endpoint_error``).  The verifier scores every
-attempt, whatever stopped it."""
+attempt, whatever stopped it.  ``imported``: an attempt of another agent, read from an ATIF
+document by ``taskfactory import atif`` with its trial's reward; how it ended is that agent's."""
+SOLVE_AGENT = "taskfactory"
+"""``rollouts.agent`` of the attempts of ``taskfactory solve``'s own agent loop."""
 LLM_SUFFIX = "+llm:"
 """Appended to a ``template_id``, with the model, when an LLM paraphrase was kept."""
 
@@ -203,6 +209,21 @@ class TrajectoryRow(_Row):
     created_at: datetime
 
 
+class RolloutTurn(BaseModel):
+    """What the endpoint said of one assistant message of a rollout besides the message."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reasoning_content: str | None = None
+    """The model's reasoning for the turn, when the endpoint sent it."""
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    """The turn's usage as the endpoint reported it; None where it reported none."""
+    finish_reason: str | None = None
+    latency_s: float | None = None
+    """Seconds waiting for the endpoint, retries included."""
+
+
 class RolloutRow(_Row):
     """One attempt of an agent on a task, in a fresh sandbox from the task's initial state.
 
@@ -242,6 +263,14 @@ class RolloutRow(_Row):
     """Probed entries (``section/key``) where the final state differs from the reference's
     and no check of the task looks: with reward 1, a possible reward hack."""
     created_at: datetime
+    agent: str | None = None
+    """Who made the attempt: :data:`SOLVE_AGENT` (``solve``'s agent loop), or the
+    ``agent.name`` of an imported ATIF document; None on rollouts before schema 11."""
+    turns: list[RolloutTurn] | None = None
+    """One per assistant message of ``messages``, in order (None before schema 11)."""
+    verifier_lines: list[str] | None = None
+    """The verifier's ``PASS``/``FAIL`` line per check, as it printed them (None before
+    schema 11 and on imported attempts)."""
 
 
 class AttemptRow(_Row):

@@ -3,7 +3,9 @@
 One attempt: the system prompt of the action space and the task's instruction, then turns
 of (sample one assistant message with the tools offered; run each tool call it makes,
 feeding back the observation) until the model answers without a tool call (``finished``),
-or a limit or a fault stops it.  The loop knows nothing about sandboxes: tools run through
+or a limit or a fault stops it.  Beside the conversation, each assistant message keeps
+what the endpoint said of it (:class:`schemas.records.RolloutTurn`: reasoning, usage where
+reported).  The loop knows nothing about sandboxes: tools run through
 an :class:`Actions` (see :mod:`tasks.rollout_actions`), and scoring is the caller's.
 
 Stop reasons (:data:`LoopStop`): ``finished`` (the model answered without a call; the
@@ -19,11 +21,11 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from schemas.records import ActionSpace, FunctionCall, Message, ToolCall
-from tasks.llm import LLMClient, LLMError
+from schemas.records import ActionSpace, FunctionCall, Message, RolloutTurn, ToolCall
+from tasks.llm import ChatReply, LLMClient, LLMError
 from tasks.trajectories import SYSTEM_PROMPTS
 
 LoopStop = Literal["finished", "turn_limit", "timeout", "malformed_call", "endpoint_error"]
@@ -61,6 +63,21 @@ class LoopResult:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     llm_s: float = 0.0
+    turns: list[RolloutTurn] = field(default_factory=list)
+    """One per assistant message: what the endpoint said of it besides the message."""
+
+    def reply(self, reply: ChatReply, message: Message) -> None:
+        """Take in one reply: its assistant ``message``, usage and reasoning."""
+        self.prompt_tokens += reply.prompt_tokens
+        self.completion_tokens += reply.completion_tokens
+        self.llm_s += reply.latency_s
+        reported = reply.usage_reported
+        self.messages.append(message)
+        self.turns.append(RolloutTurn(
+            reasoning_content=reply.reasoning_content,
+            prompt_tokens=reply.prompt_tokens if reported else None,
+            completion_tokens=reply.completion_tokens if reported else None,
+            finish_reason=reply.finish_reason, latency_s=round(reply.latency_s, 4)))
 
     @property
     def n_turns(self) -> int:
@@ -106,17 +123,14 @@ def run_loop(client: LLMClient, actions: Actions, instruction: str, action_space
         except LLMError as exc:
             result.stop, result.detail = "endpoint_error", str(exc).splitlines()[0][:500]
             return result
-        result.prompt_tokens += reply.prompt_tokens
-        result.completion_tokens += reply.completion_tokens
-        result.llm_s += reply.latency_s
         if not reply.tool_calls:
-            result.messages.append(Message(role="assistant", content=reply.content or ""))
+            result.reply(reply, Message(role="assistant", content=reply.content or ""))
             result.stop = "finished"
             return result
         calls = [ToolCall(id=c["id"] or f"call_{turn}_{i}", function=FunctionCall(
             name=c["name"], arguments=c["arguments"])) for i, c in enumerate(reply.tool_calls)]
-        result.messages.append(Message(role="assistant", content=reply.content or "",
-                                       tool_calls=calls))
+        result.reply(reply, Message(role="assistant", content=reply.content or "",
+                                    tool_calls=calls))
         for call in calls:
             name = call.function.name
             remaining = deadline - time.monotonic()

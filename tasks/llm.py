@@ -341,7 +341,12 @@ class ChatReply(BaseModel):
     tool_calls: list[dict[str, str]]
     prompt_tokens: int
     completion_tokens: int
+    usage_reported: bool = True
+    """False when the server sent no ``usage``: the token counts are then 0, not measured."""
     finish_reason: str | None
+    reasoning_content: str | None = None
+    """The model's reasoning, when the server sends it beside the content
+    (``reasoning_content``, as vLLM and DeepSeek do, or ``reasoning``)."""
     latency_s: float = 0.0
     """Seconds from the first request to the reply, retries and back-off included."""
 
@@ -365,7 +370,10 @@ def _chat_reply(completion: Any, purpose: str) -> ChatReply:
                       "name": str(getattr(function, "name", "") or ""),
                       "arguments": str(getattr(function, "arguments", "") or "")})
     usage = getattr(completion, "usage", None)
+    reasoning = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None)
     return ChatReply(content=message.content, tool_calls=calls,
                      prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
                      completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-                     finish_reason=completion.choices[0].finish_reason)
+                     usage_reported=usage is not None,
+                     finish_reason=completion.choices[0].finish_reason,
+                     reasoning_content=reasoning if isinstance(reasoning, str) else None)

@@ -7,7 +7,9 @@ agent's, the public examples made afresh, as its Harbor export ships them).  Aft
 the agent stops, whatever stopped it, the verifier scores the state it left.  An attempt
 scoring 1 is then compared with the reference: the sandbox is restored to the initial
 state, ``solve.sh`` runs, and every probed entry where the two final states differ and no
-check looks is listed (``unchecked_changes``): a possible reward hack.
+check looks is listed (``unchecked_changes``): a possible reward hack.  The row keeps the
+whole attempt: the conversation, what the endpoint said of each turn besides it (reasoning,
+usage where reported) and the verifier's line per check.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import time
 from datetime import UTC, datetime
 
 from environments.sandbox import Snapshot
-from schemas.records import ActionSpace, RolloutRow
+from schemas.records import SOLVE_AGENT, ActionSpace, RolloutRow
 from schemas.verifier import Check
 from tasks.agent_loop import Limits, LoopResult, run_loop
 from tasks.examples import write_examples
@@ -113,7 +115,8 @@ def run_attempt(open_sandbox: OpenSandbox, task: ExportTask, client: LLMClient,
         checks_total=score.checks_total if score else len(task.checks),
         prompt_tokens=loop.prompt_tokens, completion_tokens=loop.completion_tokens,
         llm_s=round(loop.llm_s, 4), total_s=round(time.perf_counter() - t0, 4),
-        unchecked_changes=hacks, created_at=datetime.now(UTC))
+        unchecked_changes=hacks, created_at=datetime.now(UTC), agent=SOLVE_AGENT, turns=loop.turns,
+        verifier_lines=list(score.lines) if score else [])
 
 
 def _stop_reason(loop: LoopResult, reward: float) -> str:

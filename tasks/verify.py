@@ -66,6 +66,8 @@ class VerifierResult(BaseModel):
     """With ``answers``: how many answer texts were tried, and how many passed."""
     failed: tuple[str, ...] = ()
     """The failing checks (``section/key``, or the answer file), from the FAIL lines."""
+    lines: tuple[str, ...] = ()
+    """The verifier's ``PASS``/``FAIL`` line per check, as it printed them on stderr."""
 
 
 def _produced(eco: Ecosystem, trace: Trace) -> dict[str, str | None]:
@@ -197,7 +199,8 @@ def run_verifier(sandbox: Sandbox, verifier_py: str,
     result = sandbox.exec(verifier_argv(sandbox, answers), stdin=verifier_py.encode(),
                           timeout=timeout, privileged=True)
     lines = result.stdout.strip().splitlines()
-    failed = tuple(line.split()[2] for line in result.stderr.splitlines()
+    marked = check_lines(result.stderr)
+    failed = tuple(line.split()[2] for line in marked
                    if line.startswith("FAIL ") and len(line.split()) > 2)
     try:
         summary = VerifierResult.model_validate_json(lines[-1] if lines else "")
@@ -210,7 +213,12 @@ def run_verifier(sandbox: Sandbox, verifier_py: str,
                            f"{result.stderr.strip()[-200:]}") from None
     if sandbox.agent_user is not None and sandbox.logs_dir:
         summary = summary.model_copy(update={"reward": _audited_reward(sandbox)})
-    return summary.model_copy(update={"failed": failed})
+    return summary.model_copy(update={"failed": failed, "lines": marked})
+
+
+def check_lines(output: str) -> tuple[str, ...]:
+    """The ``PASS``/``FAIL`` line per check in a verifier's output."""
+    return tuple(line for line in output.splitlines() if line.startswith(("PASS ", "FAIL ")))
 
 
 def audited(reward: float | None, exposed: list[str]) -> float:

@@ -138,3 +138,28 @@ def sft_data(tmp_path_factory: pytest.TempPathFactory):
 
 
 # ==== end SFT dataset =====================================================================
+
+
+# ==== Harbor, the reference implementation (owner: tasks/atif) ============================
+# Harbor's own code checks what the ATIF export writes: a Python 3.12 venv with the
+# ``harbor`` package, made once and cached (tests/support/harbor_venv.py).  When it cannot
+# be made the tests that need it are skipped with a loud reason -- unless
+# TASKFACTORY_REQUIRE_DOCKER=1 (CI) or TASKFACTORY_REQUIRE_HARBOR=1, where they fail.
+
+
+@pytest.fixture(scope="session")
+def harbor():
+    """The path of Harbor's venv."""
+    from tests.support.harbor_venv import HarborUnavailable, harbor_venv
+
+    try:
+        return harbor_venv()
+    except HarborUnavailable as exc:
+        msg = f"Harbor is unavailable: {exc}"
+        if "1" in (os.environ.get("TASKFACTORY_REQUIRE_DOCKER"),
+                   os.environ.get("TASKFACTORY_REQUIRE_HARBOR")):
+            pytest.fail(f"{msg} (Harbor required here: failing)", pytrace=False)
+        pytest.skip(f"!!! {msg} -- Harbor-backed test NOT run !!!")
+
+
+# ==== end Harbor ==========================================================================

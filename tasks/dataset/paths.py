@@ -30,6 +30,7 @@ import os
 import re
 import shutil
 import stat
+import tempfile
 from collections.abc import Iterator
 from io import BufferedReader
 from pathlib import Path
@@ -233,6 +234,18 @@ def writing(path: Path) -> Iterator[None]:
         yield
     except OSError as exc:
         raise StorageError.of(exc, path) from None
+
+
+def install_folder(tmp: Path, final: Path) -> None:
+    """Rename the folder ``tmp`` to ``final`` (both in one folder); a folder already at
+    ``final`` (the caller checked that it may go) is swapped out first, then removed."""
+    if os.path.lexists(final):
+        old = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.old-"))
+        os.rename(final, old)  # onto the empty folder just made
+        os.rename(tmp, final)
+        shutil.rmtree(old)
+    else:
+        os.rename(tmp, final)
 
 
 def _fsync_dir(path: Path) -> None:

@@ -41,7 +41,7 @@ from typing import Literal
 
 from environments.docker.config import DockerConfig
 from tasks.cases import Case, reconstruct_verifier_timeout
-from tasks.dataset.paths import check_name, check_relative, writing
+from tasks.dataset.paths import check_name, check_relative, install_folder, writing
 from tasks.examples import example_files, hidden_leaks
 from tasks.harbor import HarborError
 from tasks.harbor.environment import EXEC_MODE, FILE_MODE, Files, environment_files
@@ -246,13 +246,7 @@ def write_folder(out: Path, name: str, files: Files) -> Path:
             path.chmod(mode)
         for folder in [tmp, *(p for p in tmp.rglob("*") if p.is_dir())]:
             folder.chmod(0o755)
-        if os.path.lexists(final):  # an earlier export of the task: swapped out, then removed
-            old = Path(tempfile.mkdtemp(dir=out, prefix=f".{name}.old-"))
-            os.rename(final, old)  # onto the empty folder just made
-            os.rename(tmp, final)
-            shutil.rmtree(old)
-        else:
-            os.rename(tmp, final)
+        install_folder(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -240,10 +240,11 @@ def _source_rows(dataset: Dataset, o: Options) -> Iterator[tuple]:
                                 f"supervision = ? and action_space = ?{where} order by task_id",
                                 [o.supervision, o.action_space, *params])
         return
-    from tasks.sft.rollout_rows import ungrounded
+    from tasks.sft.rollout_rows import OWN_ATTEMPTS, ungrounded
 
     for row in dataset.rows(f"select {', '.join(COLUMNS)} from rollouts where reward = 1 and "
-                            f"action_space = ?{where} order by task_id, model, attempt",
+                            f"action_space = ? and {OWN_ATTEMPTS}{where} "
+                            "order by task_id, model, attempt",
                             [o.action_space, *params]):
         record = dict(zip(COLUMNS, row, strict=True))
         if ungrounded(record["messages"], json.loads(record["tools"]), o.action_space) is None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from tasks.dataset.dataset import Dataset
 from tasks.sft import ExportError
 from tasks.sft.export import _Staged, task_filter
-from tasks.sft.rollout_rows import PAIR_COLUMNS, dpo_record, preference_pairs
+from tasks.sft.rollout_rows import OWN_ATTEMPTS, PAIR_COLUMNS, dpo_record, preference_pairs
 
 
 def export_preference(data: Path, out: Path, action_space: str = "terminal",
@@ -27,7 +27,8 @@ def export_preference(data: Path, out: Path, action_space: str = "terminal",
                           f"{out}/preference.jsonl")
     condition, params = task_filter(dataset, where)
     rows = [dict(zip(PAIR_COLUMNS, r, strict=True)) for r in dataset.rows(
-        f"select {', '.join(PAIR_COLUMNS)} from rollouts where action_space = ?{condition}",
+        f"select {', '.join(PAIR_COLUMNS)} from rollouts where action_space = ? and "
+        f"{OWN_ATTEMPTS}{condition}",
         [action_space, *params])]
     for row in rows:
         row["tools"] = json.loads(row["tools"])

@@ -5,16 +5,20 @@ it used it (:func:`tasks.grounding.first_ungrounded`, the check every trajectory
 in the ``terminal`` space the names each command uses, in ``function`` the arguments.
 A preference pair is one successful (grounded) and one failed attempt at the same task by
 the same model and in the same action space; the i-th success, by attempt index, is paired
-with the i-th failure, so a task gives min(successes, failures) pairs.  Pure functions.
+with the i-th failure, so a task gives min(successes, failures) pairs.  Both read only the
+attempts of ``solve``'s own agent (:data:`OWN_ATTEMPTS`).  Pure functions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from schemas.records import Message
+from schemas.records import SOLVE_AGENT, Message
 from tasks.grounding import first_ungrounded
 
+OWN_ATTEMPTS = f"coalesce(agent, '{SOLVE_AGENT}') = '{SOLVE_AGENT}'"
+"""SQL keeping the attempts of ``solve``'s own agent loop, whose tools are the task's: an
+imported attempt of another agent counts in ``difficulty`` but is no teacher data here."""
 PAIR_COLUMNS = ("task_id", "model", "action_space", "attempt", "reward", "trajectory_id",
                 "messages", "tools")
 

@@ -105,6 +105,11 @@ def test_scripted_agents_score_as_scripted_and_difficulty_reads_them(data, task,
     assert "gave up after retries" in rows[4].detail and rows[4].n_turns == 0
     assert all(r.prompt_tokens > 0 for r in rows if r.stop_reason != "endpoint_error")
     assert rows[0].unchecked_changes == []  # the replay ends where the reference ends
+    assert all(r.agent == "taskfactory" and len(r.turns or []) == r.n_turns for r in rows)
+    assert rows[0].turns and all(t.prompt_tokens for t in rows[0].turns)
+    lines = rows[0].verifier_lines or []
+    assert len(lines) == rows[0].checks_total and all(x.startswith("PASS ") for x in lines)
+    assert any(x.startswith("FAIL ") for x in rows[1].verifier_lines or [])
     tools = json.loads(rows[0].tools)
     assert [t["function"]["name"] for t in tools] == ["bash"]
 

@@ -88,10 +88,12 @@ class OpenAIServer:
         """Answer 200 with ``fn(request_body)`` (a dict/list is JSON-encoded)."""
         return self.enqueue(Behaviour(compute=fn))
 
-    def turn(self, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> OpenAIServer:
+    def turn(self, fn: Callable[[dict[str, Any]], dict[str, Any]],
+             usage: bool = True) -> OpenAIServer:
         """Answer 200 with the assistant message ``fn(request_body)`` (``content``,
-        ``tool_calls``); as a ``default``, every request without a queued behaviour."""
-        return self.enqueue(Behaviour(message=fn))
+        ``tool_calls``, ``reasoning_content``...); as a ``default``, every request without a
+        queued behaviour.  ``usage`` False: the reply has no ``usage`` block."""
+        return self.enqueue(Behaviour(message=fn, usage=usage))
 
     def malformed(self, content: str = "not json {") -> OpenAIServer:
         """A well-formed 200 envelope whose message content is not valid JSON."""
@@ -192,11 +194,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         message: dict[str, Any] = {"role": "assistant", "content": b.content}
         if b.compute is not None:
-            b = Behaviour(content=_content_text(b.compute(body)), total_tokens=b.total_tokens)
+            b = Behaviour(content=_content_text(b.compute(body)), total_tokens=b.total_tokens,
+                          usage=b.usage)
             message["content"] = b.content
         if b.message is not None:
             message = {"role": "assistant", "content": None, **b.message(body)}
-            b = Behaviour(content=json.dumps(message), total_tokens=b.total_tokens)
+            b = Behaviour(content=json.dumps(message), total_tokens=b.total_tokens,
+                          usage=b.usage)
         prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
         payload: dict[str, Any] = {
             "id": f"chatcmpl-test{len(self.owner.requests)}",

@@ -126,6 +126,8 @@ COMMANDS = {
     "repair": ["repair"],
     "export sft": ["export", "sft", "--out", "{out}/sft.jsonl"],
     "export harbor": ["export", "harbor", "--out", "{out}/harbor"],
+    "export atif": ["export", "atif", "--out", "{out}/atif"],
+    "import atif": ["import", "atif", "{out}/trials"],
 }
 
 

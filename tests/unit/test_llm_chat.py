@@ -70,3 +70,16 @@ def test_spent_budget_makes_no_request(srv: OpenAIServer) -> None:
     with pytest.raises(LLMBudgetExceeded):
         client.complete_chat([{"role": "user", "content": "x"}], TOOLS, "solve")
     assert srv.request_count == 1
+
+
+def test_reasoning_comes_back_and_missing_usage_is_not_counted_as_measured(
+        srv: OpenAIServer) -> None:
+    srv.turn(lambda body: {"content": "done", "reasoning_content": "ls showed two files"},
+             usage=False)
+    srv.turn(lambda body: {"content": "done", "reasoning": "the other key"})
+    client = make_client(srv)
+    bare = client.complete_chat([{"role": "user", "content": "x"}], TOOLS, "solve")
+    assert bare.reasoning_content == "ls showed two files"
+    assert (bare.usage_reported, bare.prompt_tokens, bare.completion_tokens) == (False, 0, 0)
+    other = client.complete_chat([{"role": "user", "content": "x"}], TOOLS, "solve")
+    assert other.reasoning_content == "the other key" and other.usage_reported
