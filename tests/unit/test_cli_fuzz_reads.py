@@ -5,7 +5,7 @@ import pytest
 from tests.support.cli_fuzz import fuzz_subcommand
 
 READERS = [("query",), ("stats",), ("card",), ("export", "sft"), ("export", "harbor"),
-           ("export", "preference")]
+           ("export", "preference"), ("export", "atif")]
 
 
 @pytest.mark.parametrize("words", READERS, ids=" ".join)
