@@ -93,8 +93,14 @@ def connect(data_dir: Path, warn: Warn = warn_on_stderr,
         con.register(f"_empty_{table}", empty)
         if shards[table]:
             files = ", ".join("'" + p.replace("'", "''") + "'" for p in shards[table])
-            con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{files}], "
-                        f"union_by_name = true) UNION ALL BY NAME SELECT * FROM _empty_{table}")
+            try:
+                con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{files}], "
+                            f"union_by_name = true) UNION ALL BY NAME SELECT * FROM _empty_{table}")
+            except duckdb.Error as e:  # metadata the checksum vouched for, yet unreadable
+                con.close()
+                why = str(e).splitlines()[0]
+                raise DatasetError(f"a shard of {table} in {data_dir} cannot be read ({why}); "
+                                   f"run `{REPAIR_HINT.format(data=data_dir)}`") from None
         else:
             con.execute(f"CREATE VIEW {table} AS SELECT * FROM _empty_{table}")
     con.execute(DIFFICULTY_VIEW)
