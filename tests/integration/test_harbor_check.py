@@ -227,7 +227,8 @@ def test_reconstruct_folders_lay_out_the_examples_and_score_like_the_gate(recons
         gate = gates[r["task_id"]]
         assert rewards == {"nop": 0.0, "reference": 1.0, "memorizer": 0.0, "hostile": 0.0,
                            **({} if gate.partial_reward is None else {"partial": 0.0}),
-                           **({} if gate.hardcoded_reward is None else {"hardcoded": 0.0})}, r
+                           **({} if gate.hardcoded_reward is None else {"hardcoded": 0.0}),
+                           **({} if gate.near_miss_reward is None else {"near_miss": 0.0})}, r
         assert gate.hostile_reward == 0.0
         toml = (out / f"{r['ecosystem']}-{r['task_id']}/task.toml").read_text()
         assert "timeout_sec = 240.0" in toml  # the program on each of the 3 hidden cases
