@@ -2,7 +2,8 @@
 probe may trust"), in real containers.
 
 For each built-in: a seeded workspace after a reference-like change, then one hostile
-fixture planted as the sandbox user (the cases are in ``tests/support/hostile_plants.py``),
+fixture planted as the sandbox user (the cases are in ``tests/support/hostile_plants.py``;
+what only the sandbox's administrator may do, such as stopping the service, it does first),
 then the probe, run as the factory runs it (``python3 -``, sandbox user) and as the
 verifier does (exec'd in-process, as root with Docker's default capabilities).  Each run
 must (a) run no planted program: the canary file it would create does not exist; (b)
@@ -65,9 +66,9 @@ def workspaces() -> Iterator[Callable[[str], Opened]]:
             provider.close()
 
 
-def _sh(sandbox: Sandbox, command: str) -> str:
+def _sh(sandbox: Sandbox, command: str, privileged: bool = False) -> str:
     done = sandbox.exec(["bash", "-c", f"set -euo pipefail\n{PRELUDE}\n{command}"],
-                        timeout=60)
+                        timeout=60, privileged=privileged)
     assert done.exit_code == 0, f"{command!r} failed: {done.stderr[-500:]}"
     return done.stdout
 
@@ -93,6 +94,8 @@ def test_probe_runs_nothing_planted_and_reports_the_true_state(
     if hostile.setup:
         _sh(sandbox, hostile.setup)
     before = _state(sandbox, eco)
+    if hostile.admin:
+        _sh(sandbox, hostile.admin, privileged=True)
     _sh(sandbox, hostile.plant)
     listing = _sh(sandbox, LISTING)
     result = run_probe_source(sandbox, eco.probe_source, as_root, timeout=PROBE_TIMEOUT_S)

@@ -5,8 +5,9 @@ reference solution run (reward 1), and then, for each check in turn, the state i
 restored to the solved snapshot and only that check's place is overwritten with a
 sentinel (the same fakes the gate's shortcut controls use; a fresh wrong answer for the
 answer file; for the check that the entries a task leaves alone are unchanged, the
-section's vandal commands).  The reward must drop to 0 and that very check must be
-reported failing.
+section's vandal commands; for the check that a shared section holds nothing nobody asked
+for, the section's extra commands, each adding one such entry).  The reward must drop to 0
+and that very check must be reported failing.
 """
 
 import json
@@ -18,7 +19,7 @@ from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run, provider_for
 from schemas.trace import Trace
 from schemas.verifier import Check
-from tasks.commands import render_shell
+from tasks.commands import render_shell, shell_script
 from tasks.realize import LiveEnvironment
 from tasks.shortcuts import shortcut
 from tasks.vandal import Vandalism
@@ -39,29 +40,41 @@ SPOILERS = {
 }
 
 
+def _script_spoiler(script: str):
+    """Runs ``script`` as a solution is run, in the workdir."""
+    def spoil(sandbox):
+        done = sandbox.exec(["bash", "-s"], stdin=script.encode(), timeout=60,
+                            env={"TASKFACTORY_WORKDIR": sandbox.workdir})
+        assert done.exit_code == 0, done.stderr
+    return spoil
+
+
 def _vandal_spoilers(eco, check: Check) -> list:
     """For an ``unchanged`` check: each of its section's vandal commands, on one of the
     entries the check keeps (a different one per command where there are several)."""
     keys = sorted(check.expected)
     commands = eco.spec.probe_sections[check.section].vandal
     assert commands, f"section {check.section} has no vandal command"
+    return [_script_spoiler(Vandalism(check.section, key, render_shell(command, {"key": key}))
+                            .script)
+            for i, command in enumerate(commands) for key in [keys[i % len(keys)]]]
 
-    def spoiler(i, command):
-        key = keys[i % len(keys)]
-        script = Vandalism(check.section, key, render_shell(command, {"key": key})).script
 
-        def spoil(sandbox):
-            done = sandbox.exec(["bash", "-s"], stdin=script.encode(), timeout=60,
-                                env={"TASKFACTORY_WORKDIR": sandbox.workdir})
-            assert done.exit_code == 0, done.stderr
-        return spoil
-    return [spoiler(i, command) for i, command in enumerate(commands)]
+def _extra_spoilers(eco, check: Check) -> list:
+    """For an ``only`` check: each of its section's extra commands, adding one entry
+    nobody asked for."""
+    commands = eco.spec.probe_sections[check.section].extra
+    assert commands, f"shared section {check.section} has no extra command"
+    return [_script_spoiler(shell_script("One entry nobody asked for.", [command]))
+            for command in commands]
 
 
 def _spoilers(eco, check: Check) -> list:
     """Ways to spoil the place ``check`` reads, each one on its own."""
     if check.kind == "unchanged":
         return _vandal_spoilers(eco, check)
+    if check.kind == "only":
+        return _extra_spoilers(eco, check)
     return [lambda sandbox: _spoil(eco, sandbox, check)]
 
 

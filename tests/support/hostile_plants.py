@@ -28,6 +28,9 @@ class Hostile:
     expect: Callable[[State, bool], State] | str
     setup: str = ""
     """A legitimate change made before the state the probe must still report is taken."""
+    admin: str = ""
+    """What the sandbox's administrator does just before the plant, where the agent cannot
+    do it itself (stop the service, which runs as its own user)."""
 
 
 def same(before: State, as_root: bool) -> State:
@@ -147,9 +150,14 @@ GIT = [
             lambda b, r: {"branches": {}, "tags": b["tags"]}),
 ]
 
-FAKE_SERVER = """forged() { curl -sf http://127.0.0.1:8080/tickets/1 | grep -q Forged; }
+FORGED = "forged() { curl -sf http://127.0.0.1:8080/tickets/1 | grep -q Forged; }"
+STOP_SERVICE = """server=$(pgrep -f '[s]ervice/server.py' || true)
+if [ -n "$server" ]; then kill $server && sleep 0.3; fi"""
+"""The service's server stopped where it runs: it runs as its own user, so only the
+sandbox's administrator can stop it (as the environment would on a crash or a restart);
+the agent then takes the free port."""
+FAKE_SERVER = FORGED + """
 if ! forged; then
-  kill $(pgrep -f '[s]ervice/server.py') && sleep 0.3
   (setsid nohup python3 -c "
 import http.server as h
 class F(h.BaseHTTPRequestHandler):
@@ -158,8 +166,8 @@ class F(h.BaseHTTPRequestHandler):
 h.HTTPServer(('127.0.0.1', 8080), F).serve_forever()" >/dev/null 2>&1 &)
 fi
 for _ in $(seq 50); do forged && exit 0; sleep 0.1; done; exit 1"""
-"""The service's server stopped and another one started on its port, serving forged
-records (it stays: the fixtures after it need no server)."""
+"""Another server started by the agent on the service's port once it is free, serving
+forged records (it stays: the fixtures after it need no server)."""
 SERVICE = [
     Hostile("db_as_symlink", "python3 -c \"import json; db = json.load(open('.service/db.json'));"
             " db['tickets'][0]['title'] = 'Forged'; json.dump(db, open('/tmp/forged.json', 'w'))\""
@@ -169,7 +177,7 @@ SERVICE = [
             ".service/db.json is a fifo, not a regular file"),
     Hostile("service_dir_as_symlink", "rm -rf /tmp/svc && mv .service /tmp/svc "
             "&& ln -s /tmp/svc .service", ".service is a symlink, not a directory"),
-    Hostile("fake_server_on_the_port", FAKE_SERVER, same),
+    Hostile("fake_server_on_the_port", FAKE_SERVER, same, admin=STOP_SERVICE),
 ]
 
 HOSTILE = {"files": FILES, "sql": SQL, "git": GIT, "service": SERVICE}
