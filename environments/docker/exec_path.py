@@ -31,6 +31,7 @@ import docker
 import docker.errors
 
 from environments.runner import procs
+from environments.runner.pyfork import python_stdin_args
 from environments.sandbox import TIMEOUT_EXIT_CODE, ExecResult, SandboxError, TailBuffer
 
 BACKSTOP_S = 10  # host-side grace on top of the in-container timeout
@@ -168,7 +169,13 @@ def _feed(sock: socket.socket, data: bytes) -> None:
 def exec_once(api: docker.APIClient, container_id: str, user: str, cap: int, argv: list[str],
               timeout: float, workdir: str, env: dict[str, str] | None,
               stdin: bytes | None) -> ExecResult:  # fmt: skip
-    """Run one command with its own ``docker exec`` (see the module docstring)."""
+    """Run one command with its own ``docker exec`` (see the module docstring).  A
+    ``python3 -`` script runs as in the runner (``pyfork``): with ``-I -S``, so no ``''``
+    (the workdir, which the sandbox user writes) on ``sys.path`` shadows a module it
+    imports, privileged or not."""
+    script_args = python_stdin_args(argv, stdin is not None)
+    if script_args is not None:
+        argv = ["python3", "-I", "-S", "-", *script_args]
     cmd = ["sh", "-c", _EXEC_SH, "tf-exec", f"{float(timeout):.3f}s", uuid.uuid4().hex[:16],
            _STRAYS_PY, *argv]
     start = time.monotonic()
