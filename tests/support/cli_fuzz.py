@@ -229,8 +229,8 @@ def argv(draw: st.DrawFn, words: tuple[str, ...], parser: argparse.ArgumentParse
     actions = [a for a in parser._actions if not isinstance(a, argparse._HelpAction)]
     odds = 40 if " ".join(words) in SLOW else 3
     args: list[str] = valid(words, tmp) if draw(st.integers(0, odds - 1)) == 0 else []
-    chosen = draw(st.lists(st.sampled_from(actions),
-                           max_size=2 if args else len(actions) + 2))
+    chosen = draw(st.lists(st.sampled_from(actions),  # a valid start keeps one change at most
+                           max_size=1 if args else len(actions) + 2))
     for action in chosen:
         if not action.option_strings:  # a positional
             args.append(draw(value(action, tmp)))
