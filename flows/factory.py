@@ -38,6 +38,7 @@ from prefect.runtime import flow_run
 from prefect.states import State
 
 from environments.config import BackendConfig
+from environments.docker.images import image_id
 from environments.registry import resolve_backend
 from environments.sandbox import SandboxError
 from flows import heap, ui
@@ -47,7 +48,7 @@ from flows.infrastructure import retried
 from flows.parameters import effective_settings
 from flows.planned import PlannedCandidates
 from flows.progress import Progress
-from flows.providers import close_run, image_id, open_run, provider_for, run_closed
+from flows.providers import close_run, open_run, provider_for, run_closed
 from flows.runners import Runner, chosen_runner, make_task_runner
 from flows.settings import RunSettings
 from flows.summary import RunSummary, summarize
