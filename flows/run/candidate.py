@@ -3,7 +3,7 @@
 :func:`build_candidate` resolves what the pipeline (:mod:`tasks.pipeline`) takes from the
 run — the ecosystem, sandboxes from the run's providers, the LLM client under the server's
 rate limit, the generator version — and runs it.  Infrastructure failures (the engine,
-the Prefect API) are raised as :class:`flows.infrastructure.CandidateErrored` naming the
+the Prefect API) are raised as :class:`flows.run.infrastructure.CandidateErrored` naming the
 stage that was running; other engine errors (:class:`SandboxError`) propagate, so the
 orchestrator can retry either.
 """
@@ -16,9 +16,9 @@ from functools import cache
 from environments.config import BackendConfig
 from environments.ecosystems import Ecosystem, load_ecosystem
 from environments.sandbox import Sandbox
-from flows import limits
-from flows.infrastructure import CandidateErrored, errored
-from flows.providers import provider_for
+from flows.run import limits
+from flows.run.infrastructure import CandidateErrored, errored
+from flows.run.providers import provider_for
 from schemas.graph import Candidate
 from schemas.records import AttemptStatus
 from tasks.core.llm import LLMClient, LLMConfig
@@ -35,7 +35,7 @@ DEFAULTS = CandidateSettings()
 def llm_client() -> LLMClient | None:
     """One client per process (one budget, one breaker) when TASKFACTORY_LLM_BASE_URL and
     _MODEL are set, else None: repair, paraphrase and reasoning all go through it, under
-    the server's ``llm`` rate limit (:mod:`flows.limits`)."""
+    the server's ``llm`` rate limit (:mod:`flows.run.limits`)."""
     config = LLMConfig.from_env()
     return LLMClient(config, limits.llm_request) if config is not None else None
 

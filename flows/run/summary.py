@@ -9,7 +9,7 @@ import time
 from prefect.artifacts import create_table_artifact
 from pydantic import BaseModel
 
-from flows import ui
+from flows.run import ui
 from flows.settings import RunSettings
 from tasks.dataset.runs import EcosystemYield, RunTally
 
