@@ -50,7 +50,7 @@ from flows.run.planned import PlannedCandidates
 from flows.run.progress import Progress
 from flows.run.providers import close_run, open_run, provider_for, run_closed
 from flows.run.runners import Runner, chosen_runner, make_task_runner
-from flows.run.summary import RunSummary, summarize
+from flows.run.summary import RunFacts, RunSummary, summarize
 from flows.settings import RunSettings
 from schemas.graph import Candidate
 from tasks.dataset import Dataset, DatasetError
@@ -170,9 +170,9 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
         logger.info("run %s: %d candidates of %s on the %s backend, %d already in the "
                     "dataset, flow run %s", run_id, planned, ", ".join(refs),
                     base.type, planned - len(todo), flow_run.get_id())
+        facts = RunFacts(run_id, base.type, placement, planned, chash, replanned, t0)
         if not todo and not resume:  # a repeated run adds nothing, not even a runs row
-            return summarize(settings, run_id, base.type, placement, planned, chash, replanned,
-                             False, t0, 0.0, RunTally())
+            return summarize(settings, facts, False, 0.0, RunTally())
         run.begin()
         tally = _consume(run, todo, planned, settings, refs, base, kind, address)
         if not tally.errored:  # else unfinished: a resume runs the errored candidates again
@@ -182,8 +182,7 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
             _, markdown = dataset.write_card()
             create_markdown_artifact(key="taskfactory-dataset-report", markdown=markdown,
                                      description=f"dataset {settings.data} after run {run_id}")
-    return summarize(settings, run_id, base.type, placement, planned, chash, replanned, resume,
-                     t0, run.write_s, tally)
+    return summarize(settings, facts, resume, run.write_s, tally)
 
 
 def _run_identity(settings: RunSettings, base: BackendConfig, run_id: str

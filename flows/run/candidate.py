@@ -24,7 +24,7 @@ from schemas.records import AttemptStatus
 from tasks.core.llm import LLMClient, LLMConfig
 from tasks.dataset.provenance import generator_version
 from tasks.execute.realize import OpenSandbox
-from tasks.pipeline import PIPELINE, Outcome, Pipeline, attempt_row
+from tasks.pipeline import PIPELINE, Outcome, Pipeline, Verdict, Where, attempt_row
 from tasks.stages.context import CandidateContext
 from tasks.stages.settings import CandidateSettings
 
@@ -91,5 +91,5 @@ def engine_failure(candidate: Candidate, eco_name: str, backend_type: str, run_i
         status, stage, reason = "rejected", "sandbox", "sandbox"
         detail = f"{type(exc).__name__}: {exc}"
     return Outcome(attempt=attempt_row(
-        candidate, candidate.graph, ecosystem=eco_name, backend=backend_type, run_id=run_id,
-        status=status, stage=stage, reason=reason, detail=detail))
+        candidate, candidate.graph, Where(run_id, eco_name, backend_type),
+        Verdict(status, stage, reason, detail)))
