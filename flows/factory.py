@@ -55,7 +55,14 @@ from flows.settings import RunSettings
 from schemas.graph import Candidate
 from tasks.dataset import Dataset, DatasetError
 from tasks.dataset.dedup import DedupIndex
-from tasks.dataset.provenance import RunIdentity, config_hash, llm_identity, new_run_id
+from tasks.dataset.provenance import (
+    Built,
+    Planned,
+    RunIdentity,
+    config_hash,
+    llm_identity,
+    new_run_id,
+)
 from tasks.dataset.run_writer import RunWriter
 from tasks.dataset.runs import RunTally
 from tasks.dataset.store.paths import real_folder
@@ -197,10 +204,9 @@ def _run_identity(settings: RunSettings, base: BackendConfig, run_id: str
     llm = llm_identity()
     index = DedupIndex()
     chash = config_hash(
-        ecosystems={n: ecosystem(r).digest for n, r in refs.items()}, images=images,
-        backend=base.type, seed=settings.seed, depth_weights=settings.depth_weights,
-        kinds=settings.kinds, off_scenario=settings.off_scenario,
-        candidate=settings.candidate(), llm=llm, dedup=index.policy)
+        Built({n: ecosystem(r).digest for n, r in refs.items()}, images, base.type),
+        Planned(settings.seed, settings.depth_weights, settings.kinds, settings.off_scenario),
+        settings.candidate(), llm, index.policy)
     identity = RunIdentity(run_id=run_id, flow_run_id=flow_run.get_id(), config_hash=chash,
                            llm_model=llm[0], llm_params=llm[1])
     return refs, images, identity, index

@@ -17,6 +17,7 @@ import json
 import secrets
 import subprocess
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
@@ -70,21 +71,38 @@ def llm_identity(env: Mapping[str, str] | None = None) -> tuple[str | None, str 
     return config.model, json.dumps({"temperature": config.temperature}, sort_keys=True)
 
 
-def config_hash(*, ecosystems: Mapping[str, str], images: Mapping[str, str | None],
-                backend: str, seed: int, depth_weights: Mapping[int, float],
-                candidate: BaseModel, llm: tuple[str | None, str | None], dedup: str,
-                kinds: Mapping[TaskKind, float] | None = None,
-                off_scenario: float | None = None) -> str:
-    """The hash described in the module docstring; ``ecosystems`` maps name -> digest,
-    ``candidate`` is the settings every candidate receives (each field hashed by name)."""
+@dataclass(frozen=True)
+class Built:
+    """What a run's candidates run on: ecosystem digests and image ids by name, the backend."""
+
+    ecosystems: Mapping[str, str]
+    images: Mapping[str, str | None]
+    backend: str
+
+
+@dataclass(frozen=True)
+class Planned:
+    """The settings a run's plan is drawn from."""
+
+    seed: int
+    depth_weights: Mapping[int, float]
+    kinds: Mapping[TaskKind, float] | None = None
+    off_scenario: float | None = None
+
+
+def config_hash(built: Built, plan: Planned, candidate: BaseModel,
+                llm: tuple[str | None, str | None], dedup: str) -> str:
+    """The hash described in the module docstring; ``candidate`` is the settings every
+    candidate receives (each field hashed by name)."""
     return _digest({
         "schema_version": SCHEMA_VERSION, "generator": generator_version(),
-        "ecosystems": dict(sorted(ecosystems.items())), "images": dict(sorted(images.items())),
-        "backend": backend, "seed": seed,
-        "depth_weights": {str(d): float(w) for d, w in sorted(depth_weights.items())},
+        "ecosystems": dict(sorted(built.ecosystems.items())),
+        "images": dict(sorted(built.images.items())),
+        "backend": built.backend, "seed": plan.seed,
+        "depth_weights": {str(d): float(w) for d, w in sorted(plan.depth_weights.items())},
         **candidate.model_dump(mode="json"),
-        "kinds": {k: float(w) for k, w in sorted((kinds or {}).items())},
-        "off_scenario": off_scenario,
+        "kinds": {k: float(w) for k, w in sorted((plan.kinds or {}).items())},
+        "off_scenario": plan.off_scenario,
         "templates": template_hash(), "llm": list(llm),
         "dedup": dedup})
 

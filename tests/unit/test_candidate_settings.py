@@ -10,7 +10,7 @@ import pytest
 
 from flows.cli import _settings, build_parser
 from flows.settings import RunSettings
-from tasks.dataset.provenance import config_hash
+from tasks.dataset.provenance import Built, Planned, config_hash
 from tasks.stages.settings import CandidateSettings
 
 FIELDS = list(CandidateSettings.model_fields.items())
@@ -44,9 +44,8 @@ def test_each_field_is_a_run_flag_whose_value_reaches_the_candidate(name, spec, 
 @pytest.mark.parametrize(("name", "spec"), FIELDS, ids=[n for n, _ in FIELDS])
 def test_each_field_changes_the_config_hash(name, spec):
     def chash(candidate: CandidateSettings) -> str:
-        return config_hash(ecosystems={"files": "d"}, images={"files": None}, backend="docker",
-                           seed=0, depth_weights={1: 1.0}, candidate=candidate,
-                           llm=(None, None), dedup="p")
+        return config_hash(Built({"files": "d"}, {"files": None}, "docker"),
+                           Planned(0, {1: 1.0}), candidate, (None, None), "p")
 
     assert chash(CandidateSettings(**{name: _other(spec)})) != chash(CandidateSettings())
 

@@ -50,12 +50,12 @@ def test_planned_candidates_decode_to_the_planned_objects_and_skip_held_ids():
 
 
 def test_requiring_observation_and_strict_are_part_of_the_config_hash():
-    from tasks.dataset.provenance import config_hash
+    from tasks.dataset.provenance import Built, Planned, config_hash
 
     def chash(settings: RunSettings) -> str:
-        return config_hash(ecosystems={"files": "d"}, images={"files": None}, backend="docker",
-                           seed=settings.seed, depth_weights=settings.depth_weights,
-                           candidate=settings.candidate(), llm=(None, None), dedup="p")
+        return config_hash(Built({"files": "d"}, {"files": None}, "docker"),
+                           Planned(settings.seed, settings.depth_weights),
+                           settings.candidate(), (None, None), "p")
 
     default, required = RunSettings(), RunSettings(require_observation=True)
     strict = RunSettings(strict=True)
