@@ -127,8 +127,19 @@ class SandboxHost:
         return Score(r.reward, r.checks_passed, r.checks_total, r.trials, r.failed)
 
 
-def run_gate(env: LiveEnvironment, eco: Ecosystem, trace: Trace, checks: list[Check],
-             instruction: str, solution_sh: str, verifier_py: str, traced_after: dict,
+@dataclass(frozen=True)
+class Gated:
+    """The task a gate judges: its trace and checks, its instruction, and its reference
+    solution and verifier as written into the task."""
+
+    trace: Trace
+    checks: list[Check]
+    instruction: str
+    solution_sh: str
+    verifier_py: str
+
+
+def run_gate(env: LiveEnvironment, eco: Ecosystem, gated: Gated, traced_after: dict,
              realized: dict | None = None) -> GateResult:
     """Every control in ``env`` (whatever state it is in: each control restores
     ``env.initial`` first), and the determinism replay; with ``realized`` (the state the
@@ -136,8 +147,9 @@ def run_gate(env: LiveEnvironment, eco: Ecosystem, trace: Trace, checks: list[Ch
     StageFailure naming the first check or control that failed."""
     if realized is not None:
         _same_state(eco, env.before, realized, "the environment realizes differently")
+    trace, instruction = gated.trace, gated.instruction
     files = {**env.files, **{p: t.encode() for p, t in env.additions.files.items()}}
-    task = ControlTask(eco, trace, checks, instruction, open_loop=open_loop_script(
+    task = ControlTask(eco, trace, gated.checks, instruction, open_loop=open_loop_script(
         eco, trace, instruction, env.seed, env.before, files),
         apart=env.sandbox.agent_user is not None)
     def replayed(control: Control) -> None:
@@ -146,8 +158,8 @@ def run_gate(env: LiveEnvironment, eco: Ecosystem, trace: Trace, checks: list[Ch
             _same_state(eco, probe(env.sandbox, eco), traced_after,
                         "a second execution ends elsewhere", trace)
 
-    return gate_result(run_controls(SandboxHost(env, solution_sh, verifier_py), task,
-                                    replayed))
+    return gate_result(run_controls(SandboxHost(env, gated.solution_sh, gated.verifier_py),
+                                    task, replayed))
 
 
 def run_controls(host: SandboxHost, task: ControlTask,
@@ -164,9 +176,8 @@ def run_controls(host: SandboxHost, task: ControlTask,
     return scores
 
 
-def run_reconstruct_gate(sandbox: Sandbox, eco: Ecosystem, trace: Trace, checks: list[Check],
-                         cases: list[Case], instruction: str, solution_sh: str,
-                         verifier_py: str) -> GateResult:
+def run_reconstruct_gate(sandbox: Sandbox, eco: Ecosystem, gated: Gated,
+                         cases: list[Case]) -> GateResult:
     """A reconstruct task's controls, in ``sandbox`` with its workspace laid out as the
     agent's (the public examples), after checking that no hidden case's content is in it
     (``hidden_leaked``)."""
@@ -175,11 +186,11 @@ def run_reconstruct_gate(sandbox: Sandbox, eco: Ecosystem, trace: Trace, checks:
     if leaks:
         raise StageFailure("validate", "hidden_leaked",
                            "hidden case content in the agent's workspace: " + ", ".join(leaks))
-    task = ControlTask(eco, trace, checks, instruction,
+    task = ControlTask(eco, gated.trace, gated.checks, gated.instruction,
                        public_case=next(c.name for c in cases if c.public),
                        apart=sandbox.agent_user is not None)
-    host = SandboxHost(Workspace(sandbox, sandbox.snapshot()), solution_sh, verifier_py,
-                       reconstruct_verifier_timeout(cases))
+    host = SandboxHost(Workspace(sandbox, sandbox.snapshot()), gated.solution_sh,
+                       gated.verifier_py, reconstruct_verifier_timeout(cases))
     return gate_result(run_controls(host, task))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from schemas.records import StageName
 from tasks.core.failures import StageFailure
 from tasks.execute.realize import LiveEnvironment
-from tasks.gate.gate import run_gate, run_reconstruct_gate
+from tasks.gate.gate import Gated, run_gate, run_reconstruct_gate
 from tasks.reconstruct.program import program_trace
 from tasks.stages.context import CandidateContext, Phase
 
@@ -29,9 +29,8 @@ class Validate:
     def run(self, ctx: CandidateContext) -> None:
         if ctx.cases is not None:
             trace = program_trace(ctx.eco, ctx.graph, ctx.trace)
-            ctx.gate = run_reconstruct_gate(ctx.env.sandbox, ctx.eco, trace, ctx.checks,
-                                            ctx.cases, ctx.draft.text, ctx.solution_sh,
-                                            ctx.verifier_py)
+            ctx.gate = run_reconstruct_gate(ctx.env.sandbox, ctx.eco, Gated(
+                trace, ctx.checks, ctx.draft.text, ctx.solution_sh, ctx.verifier_py), ctx.cases)
             ctx.close_sandboxes()
             return
         env, realized = ctx.env, None
@@ -41,8 +40,9 @@ class Validate:
                 ctx.eco, ctx.candidate.seed, ctx.open, ctx.trace.environment,
                 ctx.candidate.graph.fault))
             realized = ctx.before
-        ctx.gate = run_gate(env, ctx.eco, ctx.trace, ctx.checks, ctx.draft.text,
-                            ctx.solution_sh, ctx.verifier_py, ctx.after, realized=realized)
+        ctx.gate = run_gate(env, ctx.eco, Gated(ctx.trace, ctx.checks, ctx.draft.text,
+                                                ctx.solution_sh, ctx.verifier_py),
+                            ctx.after, realized=realized)
         ctx.close_sandboxes()
         if ctx.settings.require_observation and not ctx.gate.needs_observation:
             raise StageFailure("validate", "no_observation_needed",

@@ -20,7 +20,7 @@ from flows.run.providers import close_run
 from schemas.trace import Observation, StepTrace, Trace
 from schemas.verifier import Check, GateResult
 from tasks.execute.realize import LiveEnvironment, probe
-from tasks.gate.gate import run_gate, run_solution
+from tasks.gate.gate import Gated, run_gate, run_solution
 from tasks.gate.open_loop import open_loop_script
 from tasks.plan.planner import plan_candidates
 from tasks.stages.settings import CandidateSettings
@@ -70,8 +70,8 @@ def _gate(candidate, row, instruction: str) -> GateResult:
     with LiveEnvironment(eco, row.seed, opener, trace.environment, row.fault) as env:
         assert run_solution(env.sandbox, row.solution_sh).exit_code == 0
         after = probe(env.sandbox, eco)
-        return run_gate(env, eco, trace, checks, instruction, row.solution_sh,
-                        row.verifier_py, after)
+        return run_gate(env, eco, Gated(trace, checks, instruction, row.solution_sh,
+                                        row.verifier_py), after)
 
 
 def test_a_task_whose_instruction_writes_every_value_scores_1(accepted):
