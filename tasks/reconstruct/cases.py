@@ -201,12 +201,24 @@ def _program_run(sandbox: Sandbox, eco: Ecosystem, trace: Trace, program: str,
     return answer, chosen
 
 
-def run_case(sandbox: Sandbox, eco: Ecosystem, graph: WorkflowGraph, trace: Trace,
-             program: str, name: str, seed: int, public: bool,
+@dataclass(frozen=True)
+class Reconstruction:
+    """A program to judge on cases and what it was written for: the sandbox it runs in,
+    the ecosystem, the workflow graph and the trace the program reconstructs."""
+
+    sandbox: Sandbox
+    eco: Ecosystem
+    graph: WorkflowGraph
+    trace: Trace
+    program: str
+
+
+def run_case(rec: Reconstruction, name: str, seed: int, public: bool,
              arguments: list[Argument]) -> Case:
     """Case ``name``: seed ``seed`` realized in the emptied workspace, the program run on
     it with the case's arguments (the trace's own on the candidate's seed), its checks
     derived from the probe delta and its choices' values recorded."""
+    sandbox, eco, graph, trace, program = rec.sandbox, rec.eco, rec.graph, rec.trace, rec.program
     sandbox.exec(["bash", "-c", "find . -mindepth 1 -delete"], timeout=60)
     files, initial = realize(sandbox, eco, seed)
     before = probe(sandbox, eco)
@@ -232,8 +244,7 @@ def run_case(sandbox: Sandbox, eco: Ecosystem, graph: WorkflowGraph, trace: Trac
                 _workspace_tar(sandbox, name) if public else b"", after, chosen)
 
 
-def run_cases(sandbox: Sandbox, eco: Ecosystem, graph: WorkflowGraph, trace: Trace,
-              program: str, seed: int, traced_after: dict | None = None) -> list[Case]:
+def run_cases(rec: Reconstruction, seed: int, traced_after: dict | None = None) -> list[Case]:
     """Every case of the task, public first.  The first is the candidate's own seed:
     there the program must run and end where the trace ended (``traced_after``, when
     given), else ``case_failed``.  The others come from the derived seeds
@@ -244,28 +255,29 @@ def run_cases(sandbox: Sandbox, eco: Ecosystem, graph: WorkflowGraph, trace: Tra
     :data:`CASE_TRIES` seeds for enough cases and up to :data:`CHOICE_TRIES` for that.
     Too few cases is the last skip's reason; a choice no hidden case tests is
     ``choice_untested``."""
+    eco, graph, trace = rec.eco, rec.graph, rec.trace
     if trace.environment.files or trace.environment.dirs:
         raise StageFailure("cases", "case_layout",
                            "a repair added files or folders the ecosystem's layout lacks: "
                            + ", ".join([*trace.environment.files, *trace.environment.dirs]))
     arguments = program_arguments(eco, graph)
-    first = run_case(sandbox, eco, graph, trace, program, case_name(0), seed, True, arguments)
+    first = run_case(rec, case_name(0), seed, True, arguments)
     answer = eco.spec.answer_file
     where = None if traced_after is None else first_difference(
         state_without(first.after, answer), state_without(traced_after, answer))
     if where is not None:
         raise StageFailure("cases", "case_failed", "on the candidate's own seed the program "
                                                    f"ends elsewhere than the trace, at {where}")
-    found, skipped = _derived_cases(sandbox, eco, graph, trace, program, seed, first)
-    return _chosen_cases(eco, graph, trace, seed, first, found, skipped)
+    found, skipped = _derived_cases(rec, seed, first)
+    return _chosen_cases(rec, seed, first, found, skipped)
 
 
-def _derived_cases(sandbox: Sandbox, eco: Ecosystem, graph: WorkflowGraph, trace: Trace,
-                   program: str, seed: int, first: Case
+def _derived_cases(rec: Reconstruction, seed: int, first: Case
                    ) -> tuple[list[Case], list[StageFailure]]:
     """The cases of the derived seeds the program runs on, in order (the first public, the
     others named ``hidden`` until picked), and the skipped seeds' failures: until enough
     cases are found and every choice is tested (see :func:`run_cases`)."""
+    eco, graph, trace = rec.eco, rec.graph, rec.trace
     arguments = program_arguments(eco, graph)
     ids = [st.step_id for st in choice_steps(eco, trace)]
     need = CASES_PUBLIC + CASES_HIDDEN - 1
@@ -280,9 +292,8 @@ def _derived_cases(sandbox: Sandbox, eco: Ecosystem, graph: WorkflowGraph, trace
             break
         public = len(found) < CASES_PUBLIC - 1
         try:
-            found.append(run_case(sandbox, eco, graph, trace, program,
-                                  case_name(len(found) + 1) if public else "hidden", other,
-                                  public, arguments))
+            found.append(run_case(rec, case_name(len(found) + 1) if public else "hidden",
+                                  other, public, arguments))
         except StageFailure as failure:
             if failure.reason not in SKIPPED:
                 raise
@@ -304,9 +315,10 @@ def _untested(ids: list[str], public: list[Case], hidden: list[Case]) -> list[st
     return untested(ids, [c.choices for c in public], [c.choices for c in hidden])
 
 
-def _chosen_cases(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed: int, first: Case,
-                  found: list[Case], skipped: list[StageFailure]) -> list[Case]:
+def _chosen_cases(rec: Reconstruction, seed: int, first: Case, found: list[Case],
+                  skipped: list[StageFailure]) -> list[Case]:
     """The task's cases, public first, picked of ``found`` (see :func:`run_cases`)."""
+    eco, graph, trace = rec.eco, rec.graph, rec.trace
     n = CASES_PUBLIC + CASES_HIDDEN
     if len(found) < n - 1 and not skipped:
         paths, named = case_needs(eco, graph, trace, seed, program_arguments(eco, graph))

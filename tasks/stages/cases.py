@@ -5,7 +5,7 @@ other kinds."""
 from __future__ import annotations
 
 from schemas.records import StageName
-from tasks.reconstruct.cases import run_cases
+from tasks.reconstruct.cases import Reconstruction, run_cases
 from tasks.reconstruct.program import reference_program
 from tasks.stages.context import CandidateContext, Phase
 
@@ -27,5 +27,5 @@ class Cases:
             return
         ctx.settings = ctx.settings.model_copy(update={"instruction_style": "spec"})
         program = reference_program(ctx.eco, ctx.graph, ctx.trace)
-        ctx.cases = run_cases(ctx.env.sandbox, ctx.eco, ctx.graph, ctx.trace, program,
-                              ctx.candidate.seed, ctx.after)
+        ctx.cases = run_cases(Reconstruction(ctx.env.sandbox, ctx.eco, ctx.graph, ctx.trace,
+                                             program), ctx.candidate.seed, ctx.after)

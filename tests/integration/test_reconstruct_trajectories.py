@@ -135,14 +135,14 @@ def test_a_program_that_misses_the_examples_is_rejected(outcomes):
 
 def _cases(o) -> list[Case]:
     """The public cases of an outcome, as the stage had them (the examples in its rows)."""
-    from tasks.reconstruct.cases import run_cases
+    from tasks.reconstruct.cases import Reconstruction, run_cases
 
     task, eco = o.task, ecosystem(o.task.ecosystem)
     graph = WorkflowGraph.model_validate_json(task.graph_json)
     trace = Trace.model_validate_json(task.trace_json)
     with provider_for(DockerConfig().for_ecosystem(eco), RUN_ID).sandbox() as sb:
-        cases = run_cases(sb, eco, graph, trace, reference_program(eco, graph, trace),
-                          task.seed)
+        cases = run_cases(Reconstruction(sb, eco, graph, trace,
+                                         reference_program(eco, graph, trace)), task.seed)
     assert example_files(cases)
     return cases
 

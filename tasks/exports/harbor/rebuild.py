@@ -18,7 +18,7 @@ from tasks.exports.harbor import HarborError
 from tasks.exports.harbor.environment import base_image
 from tasks.exports.harbor.source import ExportTask
 from tasks.reconstruct.arguments import program_arguments
-from tasks.reconstruct.cases import Case, run_case
+from tasks.reconstruct.cases import Case, Reconstruction, run_case
 from tasks.reconstruct.program import reference_program
 
 
@@ -46,14 +46,14 @@ def rebuilt_cases(task: ExportTask, sandbox: Sandbox) -> list[Case]:
     row records."""
     eco, trace, graph = task.eco, task.trace, task.graph
     program, arguments = reference_program(eco, graph, trace), program_arguments(eco, graph)
+    rec = Reconstruction(sandbox, eco, graph, trace, program)
     cases = []
     for ref in task.case_refs:
         if not ref["public"]:
             cases.append(Case(ref["name"], ref["seed"], False, eco.seed_state(ref["seed"]), [],
                               ref["args"]))
             continue
-        case = run_case(sandbox, eco, graph, trace, program, ref["name"], ref["seed"], True,
-                        arguments)
+        case = run_case(rec, ref["name"], ref["seed"], True, arguments)
         if case.args != ref["args"]:
             raise HarborError(f"task {task.row.task_id}: case {case.name} now gets the "
                               f"arguments {case.args}, the task recorded {ref['args']}; "
