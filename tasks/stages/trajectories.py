@@ -14,7 +14,7 @@ from tasks.execute.realize import env_digest, state_digest
 from tasks.reconstruct.program import reference_program
 from tasks.reconstruct.trajectories import render_reconstruct_trajectories
 from tasks.stages.context import CandidateContext, Phase
-from tasks.trajectories.reasoning import LLMReasoner
+from tasks.trajectories.reasoning import LLMReasoner, Walk
 from tasks.trajectories.render import render_trajectories
 
 
@@ -52,8 +52,8 @@ class Trajectories:
                     ctx.cases, reference_program(ctx.eco, ctx.graph, ctx.trace))
         else:
             ctx.trajectories = render_trajectories(
-                ctx.eco, ctx.graph, task_id, ctx.run_id, ctx.instruction, ctx.trace,
-                ctx.candidate.seed, reasoner,
+                Walk(ctx.eco, ctx.graph, ctx.trace, ctx.candidate.seed), task_id, ctx.run_id,
+                ctx.instruction, reasoner,
                 rendering=f"llm:{reasoner.model}" if reasoner else "template")
         ctx.task = task_row(ctx, task_id, digest)
 

@@ -21,6 +21,7 @@ import random
 import re
 import shlex
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
@@ -131,9 +132,20 @@ def _cited(eco: Ecosystem, st: StepTrace, action_space: str,
     return None
 
 
-def _step_text(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, i: int, item: Item | None,
-               action_space: str, rng: random.Random,
-               shown: Callable[[Observation], str]) -> str:
+@dataclass(frozen=True)
+class Walk:
+    """What a trajectory walks through: the workflow as executed (graph and trace) in its
+    ecosystem, and the candidate's seed its wording is drawn with."""
+
+    eco: Ecosystem
+    graph: WorkflowGraph
+    trace: Trace
+    seed: int
+
+
+def _step_text(walk: Walk, i: int, item: Item | None, action_space: str,
+               rng: random.Random, shown: Callable[[Observation], str]) -> str:
+    eco, graph, trace = walk.eco, walk.graph, walk.trace
     st = trace.steps[i]
     tool = eco.spec.tool(st.tool)
     parts = []
@@ -165,18 +177,18 @@ def _step_text(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, i: int, item:
     return " ".join(parts)
 
 
-def template_reasoning(eco: Ecosystem, graph: WorkflowGraph, trace: Trace,
-                       items: Sequence[Item], action_space: str, seed: int,
+def template_reasoning(walk: Walk, items: Sequence[Item], action_space: str,
                        shown: Callable[[Observation], str]) -> list[str]:
     """One reasoning text per assistant turn: each step's discoveries and the step (which
     quotes what they showed, as ``shown`` renders an observation), the answer write
     (answer-ending tasks only) and the final message."""
-    rng = random.Random(f"reasoning:{action_space}:{eco.name}:{seed}")
+    eco, trace = walk.eco, walk.trace
+    rng = random.Random(f"reasoning:{action_space}:{eco.name}:{walk.seed}")
     by_step = {item.step: item for item in items}
     out = []
     for i, st in enumerate(trace.steps):
         out += [_discovery_text(eco, d, action_space, rng) for d in st.discoveries]
-        out.append(_step_text(eco, graph, trace, i, by_step.get(i), action_space, rng, shown))
+        out.append(_step_text(walk, i, by_step.get(i), action_space, rng, shown))
     answer_file = f"`{eco.spec.answer_file}`"
     if trace.answer is not None:
         shown_answer = (f"`{trace.answer}`" if len(trace.answer) <= SHORT_ANSWER

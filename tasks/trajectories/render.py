@@ -30,7 +30,6 @@ from datetime import UTC, datetime
 
 from environments.ecosystems import Ecosystem
 from schemas.ecosystem import Describer, Discovery, ToolSpec
-from schemas.graph import WorkflowGraph
 from schemas.records import (
     ActionSpace,
     FunctionCall,
@@ -43,7 +42,7 @@ from schemas.trace import Observation, Trace
 from tasks.core.failures import StageFailure
 from tasks.instruct.instruction import Instruction
 from tasks.rules.grounding import first_ungrounded, new_names
-from tasks.trajectories.reasoning import final_answer, template_reasoning
+from tasks.trajectories.reasoning import Walk, final_answer, template_reasoning
 
 OBSERVATION_CAP = 4000
 ACTION_SPACES: tuple[ActionSpace, ...] = ("function", "terminal")
@@ -175,13 +174,13 @@ def view_tools(eco: Ecosystem, trace: Trace, action_space: ActionSpace) -> list[
     return tools
 
 
-def conversation(eco: Ecosystem, graph: WorkflowGraph, instruction: Instruction, trace: Trace,
-                 action_space: ActionSpace, seed: int, reasoner: Reasoner | None = None,
+def conversation(walk: Walk, instruction: Instruction, action_space: ActionSpace,
+                 reasoner: Reasoner | None = None,
                  ) -> tuple[list[Message], list[dict], list[dict[str, object]]]:
     """The view's messages (with reasoning, no loss flags), its tools, and per tool call
     the literal values it uses (for the grounding check)."""
-    texts = template_reasoning(eco, graph, trace, instruction.items, action_space, seed,
-                               observation_text)
+    eco, trace = walk.eco, walk.trace
+    texts = template_reasoning(walk, instruction.items, action_space, observation_text)
     tools = view_tools(eco, trace, action_space)
     messages = [Message(role="system", content=SYSTEM_PROMPTS[action_space]),
                 Message(role="user", content=instruction.text)]
@@ -195,7 +194,7 @@ def conversation(eco: Ecosystem, graph: WorkflowGraph, instruction: Instruction,
                                 content=observed))
     text = texts[-1] if reasoner is None else reasoner(messages, tools, None, texts[-1])
     messages.append(Message(role="assistant", reasoning_content=text,
-                            content=final_answer(eco, trace, instruction.items, seed)))
+                            content=final_answer(eco, trace, instruction.items, walk.seed)))
     return messages, tools, [values for _, _, values, _ in calls]
 
 
@@ -246,11 +245,10 @@ def trajectory_rows(task_id: str, run_id: str, views: Sequence[View],
     return rows
 
 
-def render_trajectories(eco: Ecosystem, graph: WorkflowGraph, task_id: str, run_id: str,
-                        instruction: Instruction, trace: Trace, seed: int,
+def render_trajectories(walk: Walk, task_id: str, run_id: str, instruction: Instruction,
                         reasoner: Reasoner | None = None, rendering: str = "template",
                         ) -> list[TrajectoryRow]:
     """Six rows (two views x three supervision modes), every view grounding-checked."""
-    views: list[View] = [(space, *conversation(eco, graph, instruction, trace, space, seed,
-                                                reasoner)) for space in ACTION_SPACES]
+    views: list[View] = [(space, *conversation(walk, instruction, space, reasoner))
+                         for space in ACTION_SPACES]
     return trajectory_rows(task_id, run_id, views, rendering)
