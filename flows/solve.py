@@ -42,7 +42,7 @@ from tasks.dataset.provenance import RunIdentity, new_run_id
 from tasks.dataset.store.writer import ShardWriter
 from tasks.exports.harbor.rebuild import fresh_environments
 from tasks.exports.harbor.source import ExportTask, selected_tasks
-from tasks.rollouts.rollout import run_attempt
+from tasks.rollouts.rollout import Agent, Attempt, run_attempt
 
 API_KEY_VARIABLES = ("TASKFACTORY_LLM_API_KEY", "OPENAI_API_KEY")
 
@@ -93,8 +93,10 @@ def solve_attempt(exported: ExportTask, settings: SolveSettings, client: LLMClie
                   attempt: int, run_id: str) -> RolloutRow:
     """One attempt in a fresh sandbox (:func:`tasks.rollouts.rollout.run_attempt`)."""
     with fresh_environments(exported, f"{run_id}-{exported.row.task_id[:8]}-{attempt}") as box:
-        return run_attempt(box, exported, client, settings.action_space, settings.limits,
-                           attempt, settings.k, run_id, settings.sampling)
+        return run_attempt(box, exported,
+                           Agent(client, settings.action_space, settings.limits,
+                                 settings.sampling),
+                           Attempt(attempt, settings.k, run_id))
 
 
 @flow(name="taskfactory-solve", log_prints=True, persist_result=False)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from environments.sandbox import Snapshot
@@ -90,27 +91,49 @@ def _hacks(env: LiveEnvironment, task: ExportTask, initial: Snapshot) -> list[st
                              task.eco.spec.answer_file)
 
 
-def run_attempt(open_sandbox: OpenSandbox, task: ExportTask, client: LLMClient,
-                action_space: ActionSpace, limits: Limits, attempt: int, k: int,
-                run_id: str, params: dict | None = None) -> RolloutRow:
+@dataclass(frozen=True)
+class Agent:
+    """The agent an attempt runs: its model's client, its action space and limits, and
+    the sampling parameters sent with each request (None: the endpoint's)."""
+
+    client: LLMClient
+    action_space: ActionSpace
+    limits: Limits
+    params: dict | None = None
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """Which attempt this is: ``attempt`` of ``k`` at a task, in the solve run ``run_id``."""
+
+    attempt: int
+    k: int
+    run_id: str
+
+
+def run_attempt(open_sandbox: OpenSandbox, task: ExportTask, agent: Agent,
+                which: Attempt) -> RolloutRow:
     """One attempt, scored (see the module doc); the row without provenance.  Raises only
     for the infrastructure (the engine, the sandbox), never for the model or endpoint."""
     t0 = time.perf_counter()
-    row = task.row
+    row, client, action_space = task.row, agent.client, agent.action_space
+    attempt = which.attempt
     with LiveEnvironment(task.eco, row.seed, open_sandbox, task.trace.environment,
                          row.fault) as env:
         initial = _agent_workspace(env, task)
         actions = SandboxActions(env.sandbox, task.eco, task.trace, action_space)
-        loop = run_loop(client, actions, row.instruction, action_space, limits, params)
+        loop = run_loop(client, actions, row.instruction, action_space, agent.limits,
+                        agent.params)
         score, unreadable = _score(env, task)
         reward = score.reward if score else 0.0
         hacks = _hacks(env, task, initial) if reward == 1 else []
     return RolloutRow(
         trajectory_id=rollout_id(row.task_id, client.config.model, attempt), task_id=row.task_id,
-        run_id=run_id, messages=supervise(loop.messages, "masked"),
+        run_id=which.run_id, messages=supervise(loop.messages, "masked"),
         tools=json.dumps(actions.tools, sort_keys=True),
         action_space=action_space, reward=reward, n_turns=loop.n_turns,
-        model=client.config.model, attempt=attempt, k=k, ecosystem=row.ecosystem, kind=row.kind,
+        model=client.config.model, attempt=attempt, k=which.k, ecosystem=row.ecosystem,
+        kind=row.kind,
         stop_reason=_stop_reason(loop, reward), detail=loop.detail or unreadable,
         checks_passed=score.checks_passed if score else 0,
         checks_total=score.checks_total if score else len(task.checks),

@@ -37,7 +37,7 @@ from tasks.exports.harbor.source import ExportTask, selected_tasks
 from tasks.exports.sft.export import Options, export_sft
 from tasks.exports.sft.rows import hf_message
 from tasks.rollouts.agent_loop import Limits
-from tasks.rollouts.rollout import run_attempt
+from tasks.rollouts.rollout import Agent, Attempt, run_attempt
 from tasks.trajectories.render import supervise
 from tests.support.dataset import write_outcomes
 from tests.support.harbor_data import accepted
@@ -84,7 +84,8 @@ def _solve(data: Path) -> list[RolloutRow]:
             model, space, usage = PLAN[i % len(PLAN)]
             client = make_client(reported if usage else bare, model=model)
             with fresh_environments(task, f"{RUN}-{i}") as box:
-                return run_attempt(box, task, client, space, LIMITS, 0, 1, f"{RUN}-solve")
+                return run_attempt(box, task, Agent(client, space, LIMITS),
+                                   Attempt(0, 1, f"{RUN}-solve"))
 
         with ThreadPoolExecutor(2) as pool:
             rows = list(pool.map(attempt, enumerate(tasks)))
