@@ -31,7 +31,7 @@ from tasks.dataset.query import (
     stream_rows,
     warn_on_stderr,
 )
-from tasks.dataset.run_writer import RunWriter, writing_run
+from tasks.dataset.run_writer import RunSetup, RunWriter, writing_run
 from tasks.dataset.runs import resumable
 from tasks.dataset.store.errors import first_line
 from tasks.dataset.store.folder import check_dataset
@@ -193,4 +193,5 @@ class Dataset:
             ) -> contextlib.AbstractContextManager[RunWriter]:
         """The dataset held for one run: skip what it holds, record outcomes in candidate
         order, finish (:mod:`tasks.dataset.run_writer`)."""
-        return writing_run(self.path, identity, settings, images, index, repair, self.warn)
+        return writing_run(self.path, RunSetup(identity, settings, images, index), repair,
+                           self.warn)

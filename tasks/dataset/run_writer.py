@@ -34,6 +34,7 @@ import stat
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -81,14 +82,27 @@ def reason_of(exc: BaseException) -> str:
     return (f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__)[:REASON_CHARS]
 
 
+@dataclass(frozen=True)
+class RunSetup:
+    """What a run writes with: its identity, its settings as JSON (recorded in the
+    manifest and the ``runs`` row; ``seed`` and ``shard_rows`` are read from it), the
+    image id per ecosystem, and the dedup index, empty (the writer fills it from the
+    dataset)."""
+
+    identity: RunIdentity
+    settings: dict
+    images: Mapping[str, str | None]
+    index: DedupIndex
+
+
 class RunWriter:
     """One run's writes into a dataset opened by :func:`writing_run`."""
 
-    def __init__(self, data: Path, manifest: Manifest, identity: RunIdentity, settings: dict,
-                 images: Mapping[str, str | None], index: DedupIndex, repair: bool,
+    def __init__(self, data: Path, manifest: Manifest, setup: RunSetup, repair: bool,
                  warn: Warn) -> None:
+        identity, images, index = setup.identity, setup.images, setup.index
         self.data, self.manifest, self.identity = data, manifest, identity
-        self.settings, self.images, self.repair, self.warn = settings, images, repair, warn
+        self.settings, self.images, self.repair, self.warn = setup.settings, images, repair, warn
         self.recorder = Recorder(identity, images, index)
         self.entry: RunEntry | None = None
         self.writer: ShardWriter | None = None
@@ -191,18 +205,13 @@ class RunWriter:
 
 
 @contextmanager
-def writing_run(data: Path, identity: RunIdentity, settings: dict,
-                images: Mapping[str, str | None], index: DedupIndex, repair: bool = False,
+def writing_run(data: Path, setup: RunSetup, repair: bool = False,
                 warn: Warn = lambda _: None) -> Iterator[RunWriter]:
-    """The dataset at ``data`` held for one run (see the module docstring).
-
-    ``settings``: the run's settings as JSON (recorded in the manifest and the ``runs``
-    row; ``seed`` and ``shard_rows`` are read from it); ``images``: image id per
-    ecosystem; ``index``: the dedup index, empty (this fills it from the dataset);
+    """The dataset at ``data`` held for one run (see the module docstring) with ``setup``;
     ``repair``: the run re-runs candidates ``taskfactory repair`` lost (not a resume).
     DatasetError, before anything is written, for a folder a writer must refuse."""
     with open_for_writing(data, warn=warn) as manifest:
-        run = RunWriter(data, manifest, identity, settings, images, index, repair, warn)
+        run = RunWriter(data, manifest, setup, repair, warn)
         try:
             yield run
         except BaseException as exc:
