@@ -26,6 +26,7 @@ import itertools
 import logging
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
@@ -181,7 +182,7 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
         if not todo and not resume:  # a repeated run adds nothing, not even a runs row
             return summarize(settings, facts, False, 0.0, RunTally())
         run.begin()
-        tally = _consume(run, todo, planned, settings, refs, base, kind, address)
+        tally = _consume(run, todo, planned, settings, Submission(refs, base, kind, address))
         if not tally.errored:  # else unfinished: a resume runs the errored candidates again
             if run.no_run_unfinished:
                 shutil.rmtree(settings.data / RESULTS, ignore_errors=True)  # nothing to resume
@@ -212,10 +213,21 @@ def _run_identity(settings: RunSettings, base: BackendConfig, run_id: str
     return refs, images, identity, index
 
 
+@dataclass(frozen=True)
+class Submission:
+    """How a run submits its candidates: each with its ecosystem's ref (by name) and the
+    base backend config, to the task runner ``kind`` (at ``address`` for Dask)."""
+
+    refs: dict[str, str]
+    base: BackendConfig
+    kind: Runner
+    address: str | None
+
+
 def _consume(run: RunWriter, todo: PlannedCandidates, planned: int, settings: RunSettings,
-             refs: dict[str, str], base: BackendConfig, kind: Runner, address: str | None
-             ) -> RunTally:
+             how: Submission) -> RunTally:
     """Submit the candidates, record their outcomes in index order, finish the run."""
+    refs, base = how.refs, how.base
     logger = get_run_logger()
     one = candidate_task.with_options(result_storage=_result_storage(settings.data))
     open_run(run.run_id)
@@ -224,7 +236,7 @@ def _consume(run: RunWriter, todo: PlannedCandidates, planned: int, settings: Ru
         logger.warning("reaped %d orphaned sandboxes from dead runs", reaped)
     progress = Progress(len(todo), run.run_id)
     try:
-        with make_task_runner(kind, settings.workers, address) as task_runner:
+        with make_task_runner(how.kind, settings.workers, how.address) as task_runner:
             def submit(c: Candidate) -> PrefectFuture:
                 return task_runner.submit(one, {
                     "candidate": c, "ecosystem_ref": refs[c.ecosystem], "backend": base,
