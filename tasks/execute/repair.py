@@ -36,7 +36,7 @@ from tasks.core.failures import StageFailure, user_code_failure
 from tasks.execute.purpose import Written, entry_digest, purposeless, written_entry
 from tasks.execute.realize import LiveEnvironment, probe
 from tasks.execute.repair_llm import RepairProposal, RepairRequest
-from tasks.execute.steps import relative, replay, run_step, same_observation
+from tasks.execute.steps import Known, relative, replay, run_step, same_observation
 from tasks.execute.substitute import substitutes
 from tasks.rules.compose import render_phrase
 from tasks.rules.deliverables import flow
@@ -102,7 +102,7 @@ class Run:
         if tool.effect == "write" and before is None:
             before = probe(self.sandbox, self.eco)
         st = run_step(self.sandbox, self.eco, self.candidate, step, self.outputs,
-                      self.discovered(), self.shown(step), before)
+                      Known(self.discovered(), self.shown(step), before))
         if tool.effect != "write":
             if step.id == self.graph.steps[-1].id:
                 self._check_answer_needs_last_write(st)

@@ -13,6 +13,7 @@ import json
 import posixpath
 import random
 import re
+from dataclasses import dataclass
 
 from environments.ecosystems import Ecosystem
 from environments.ecosystems.usercode import UserCodeError
@@ -143,11 +144,9 @@ def _resolve(step: Step, tool: ToolSpec, candidate: Candidate, sandbox: Sandbox,
     return {p.name: args[p.name] for p in tool.params}
 
 
-def run_step(sandbox: Sandbox, eco: Ecosystem, candidate: Candidate, step: Step,
-             outputs: dict[str, object], done: set[str] | None = None,
-             shown: str = "", state: dict | None = None) -> StepTrace:
-    """Resolve, run, parse and check one step; raises StageFailure (with ``step_args`` and
-    ``call``, what an LLM repairer is shown) when it fails.
+@dataclass(frozen=True)
+class Known:
+    """What the run knows when it runs a step (each optional).
 
     With ``done`` (the discovery commands run before earlier kept steps), the discoveries
     the step triggers run first, once its arguments are known (:mod:`tasks.rules.discovery`).
@@ -156,6 +155,18 @@ def run_step(sandbox: Sandbox, eco: Ecosystem, candidate: Candidate, step: Step,
     would hand the solver its answer), so a repair draws the read's arguments again.
     ``state``, when given, is the sandbox's probe state now: samplers draw from it instead
     of a new probe."""
+
+    done: set[str] | None = None
+    shown: str = ""
+    state: dict | None = None
+
+
+def run_step(sandbox: Sandbox, eco: Ecosystem, candidate: Candidate, step: Step,
+             outputs: dict[str, object], known: Known = Known()) -> StepTrace:
+    """Resolve, run, parse and check one step, with what the run ``known``s; raises
+    StageFailure (with ``step_args`` and ``call``, what an LLM repairer is shown) when it
+    fails."""
+    done, shown, state = known.done, known.shown, known.state
     tool = eco.spec.tool(step.tool)
     args = _resolve(step, tool, candidate, sandbox, eco, outputs, state)
     found = [] if done is None else run_discoveries(sandbox, eco, tool, args, done)
