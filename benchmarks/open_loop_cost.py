@@ -19,13 +19,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from environments.docker.config import DockerConfig  # noqa: E402
-from flows.candidate import build_candidate, ecosystem, sandbox_opener  # noqa: E402
-from flows.providers import close_run  # noqa: E402
+from flows.run.candidate import build_candidate, ecosystem, sandbox_opener  # noqa: E402
+from flows.run.providers import close_run  # noqa: E402
 from schemas.trace import Trace  # noqa: E402
 from schemas.verifier import Check  # noqa: E402
-from tasks.plan import plan_candidates  # noqa: E402
-from tasks.realize import LiveEnvironment, probe  # noqa: E402
-from tasks.validate import run_gate, run_solution  # noqa: E402
+from tasks.execute.realize import LiveEnvironment, probe  # noqa: E402
+from tasks.gate.gate import Gated, run_gate, run_solution  # noqa: E402
+from tasks.plan.planner import plan_candidates  # noqa: E402
 
 RUN = "bench-open-loop"
 
@@ -55,8 +55,8 @@ def main() -> None:
             for _ in range(args.repeat):
                 for name, text in (("written", row.instruction), ("unwritten", unnamed)):
                     t0 = time.perf_counter()
-                    gate = run_gate(env, eco, trace, checks, text, row.solution_sh,
-                                    row.verifier_py, after)
+                    gate = run_gate(env, eco, Gated(trace, checks, text, row.solution_sh,
+                                                    row.verifier_py), after)
                     times[name].append(time.perf_counter() - t0)
                     print(f"  {name}: open-loop reward {gate.open_loop_reward}, "
                           f"gate {times[name][-1]:.3f} s")

@@ -20,9 +20,10 @@ from schemas.graph import WorkflowGraph
 from schemas.trace import Trace
 from schemas.verifier import Check
 from tasks.dataset.query import connect
-from tasks.instruct import context_text, render_instruction
-from tasks.preserve import check_items_preserved, check_preserved, required_literals
-from tasks.trajectories import render_trajectories
+from tasks.instruct.instruction import context_text, render_instruction
+from tasks.instruct.preserve import check_items_preserved, check_preserved, required_literals
+from tasks.trajectories.reasoning import Walk
+from tasks.trajectories.render import render_trajectories
 
 
 def load(data: Path) -> list[tuple]:
@@ -43,7 +44,7 @@ def render_all(tasks: list[tuple]) -> float:
         instruction = render_instruction(eco, graph, trace, seed, style)
         check_preserved(instruction.text, required)
         check_items_preserved(instruction.items, required, context_text(eco, style))
-        render_trajectories(eco, graph, "task", "run", instruction, trace, seed)
+        render_trajectories(Walk(eco, graph, trace, seed), "task", "run", instruction)
     return time.perf_counter() - t0
 
 

@@ -1,7 +1,7 @@
 """The ``taskfactory`` command line: run, plan, query, stats, card, export, check-harbor,
-solve (:mod:`flows.cli_solve`), import (:mod:`flows.cli_atif`), serve.
+solve (:mod:`flows.commands.solve`), import (:mod:`flows.commands.atif`), serve.
 
-``repair`` and ``vacuum`` (:mod:`flows.cli_repair`) mend a dataset folder.
+``repair`` and ``vacuum`` (:mod:`flows.commands.repair`) mend a dataset folder.
 
 Commands that run no flow never import Prefect or Docker.  Bad input ends with one line
 ``taskfactory: error: ...`` on stderr and exit code 2, before anything is written.
@@ -19,14 +19,14 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, get_args, get_origin
 
-from flows.cli_data import cmd_card, cmd_query, cmd_stats, hold_for_run, resume_settings
-from flows.cli_types import add_trust_option, number, path, text, whole
-from flows.usage import UsageError, one_line, option_error
+from flows.commands.arguments import add_trust_option, number, path, text, whole
+from flows.commands.data import cmd_card, cmd_query, cmd_stats, hold_for_run, resume_settings
+from flows.commands.usage import UsageError, one_line, option_error
 
 if TYPE_CHECKING:
-    from flows.summary import RunSummary
+    from flows.run.summary import RunSummary
 
 EXIT_USAGE = 2
 EXIT_CORRUPT = 3
@@ -81,16 +81,14 @@ def _validated(options: dict[str, str], **given: object):
 
 def _settings(args: argparse.Namespace):
     from tasks.dataset import Dataset
-    from tasks.dataset.paths import check_writable
+    from tasks.dataset.store.paths import check_writable
 
     settings = _validated(
         {}, tasks=args.tasks, seed=args.seed, data=args.data, backend=args.backend,
         ecosystems=_ecosystem_refs(args), workers=args.workers,
         depth_weights=_depth_weights(args), kinds=_kinds(args), off_scenario=args.off_scenario,
-        max_repairs=0 if args.no_repair else args.max_repairs,
-        instruction_style=args.instruction_style,
-        require_observation=args.require_observation, strict=args.strict,
-        shard_rows=args.shard_rows)
+        shard_rows=args.shard_rows,
+        **{**_candidate_flags(args), **({"max_repairs": 0} if args.no_repair else {})})
     ecos = [_ecosystem(ref) for ref in settings.ecosystems]
     names = [eco.name for eco in ecos]
     if len(set(names)) != len(names):
@@ -110,7 +108,7 @@ def _depth_weights(args: argparse.Namespace) -> dict[int, float] | None:
     """The ``--depth-weights`` given (None: the default), without the depths beyond
     ``--max-depth``."""
     from flows.settings import up_to_depth
-    from tasks.plan import DEFAULT_DEPTH_WEIGHTS, parse_depth_weights
+    from tasks.plan.planner import DEFAULT_DEPTH_WEIGHTS, parse_depth_weights
 
     try:
         weights = (parse_depth_weights(args.depth_weights) if args.depth_weights is not None
@@ -126,7 +124,7 @@ def _depth_weights(args: argparse.Namespace) -> dict[int, float] | None:
 
 
 def _kinds(args: argparse.Namespace) -> dict | None:
-    from tasks.mix import parse_kinds
+    from tasks.plan.mix import parse_kinds
 
     try:
         return parse_kinds(args.kinds) if args.kinds is not None else None
@@ -136,8 +134,8 @@ def _kinds(args: argparse.Namespace) -> dict | None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from tasks.dataset import Dataset
-    from tasks.dataset.folder import check_dataset
-    from tasks.dataset.lock import LOCK
+    from tasks.dataset.store.folder import check_dataset
+    from tasks.dataset.store.lock import LOCK
 
     _check_runner(args)
     check_dataset(args.data, missing_ok=True)  # a folder the factory did not make: refused
@@ -152,7 +150,7 @@ def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
          hold: contextlib.ExitStack) -> int:
     """The run, once its input is checked; ``hold`` keeps the dataset lock until it ends."""
     from environments.docker.config import docker_available
-    from tasks.dataset.errors import StorageError
+    from tasks.dataset.store.errors import StorageError
 
     backend = settings.backend
     if backend != "local" and not docker_available():
@@ -169,16 +167,16 @@ def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
         print(f"warning: {message}", file=sys.stderr)
 
     settings = settings.runnable_on(backend, left_out)
-    from flows.api_server import quiet_prefect, server_unless_configured
+    from flows.commands.api_server import quiet_prefect, server_unless_configured
 
     quiet_prefect()
     server = server_unless_configured()
     from environments.ecosystems.usercode import UserCodeError
-    from flows.api_server import ServerError
+    from flows.commands.api_server import ServerError
     from flows.factory import plan_ahead, run_factory
-    from flows.providers import close_run
+    from flows.run.providers import close_run
     from tasks.dataset.provenance import new_run_id
-    from tasks.plan import PlanningError
+    from tasks.plan.planner import PlanningError
 
     resume = run_id is not None
     run_id = run_id or new_run_id()
@@ -257,8 +255,8 @@ def _check_runner(args: argparse.Namespace) -> None:
 
 def cmd_export_sft(args: argparse.Namespace) -> int:
     from tasks.dataset.dataset import readable
-    from tasks.sft import ExportError
-    from tasks.sft.export import Options, export_sft
+    from tasks.exports.sft import ExportError
+    from tasks.exports.sft.export import Options, export_sft
 
     options = Options(args.format, args.supervision, args.action_space, args.arguments,
                       args.reasoning_key, args.template_family, args.tokenizer, args.source,
@@ -276,8 +274,8 @@ def cmd_export_sft(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from environments.ecosystems.usercode import UserCodeError
-    from tasks.diversity import diversity, format_report
-    from tasks.plan import PlanningError, plan_candidates
+    from tasks.plan.diversity import diversity, format_report
+    from tasks.plan.planner import PlanningError, plan_candidates
 
     settings = _validated({"tasks": "--n"}, tasks=args.n, seed=args.seed,
                           ecosystems=[args.ecosystem], depth_weights=_depth_weights(args),
@@ -297,7 +295,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from tasks.dataset.folder import check_dataset
+    from tasks.dataset.store.folder import check_dataset
 
     check_dataset(args.data, missing_ok=True)
     settings = _settings(args)
@@ -313,7 +311,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def _serve(settings, name: str, cron: str) -> int:  # noqa: ANN001
     """Serve the checked settings until stopped."""
-    from flows.api_server import quiet_prefect
+    from flows.commands.api_server import quiet_prefect
 
     quiet_prefect()
     from prefect.types.entrypoint import EntrypointType
@@ -361,21 +359,38 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--off-scenario", type=number, metavar="0..1",
                    help="share of candidates planned outside the ecosystem's scenarios "
                         "(default 0.1); the rest serve one scenario each and say why")
-    p.add_argument("--max-repairs", type=whole, metavar="0..10",
-                   help="targeted repairs per candidate (default 2)")
+    _candidate_options(p)
     p.add_argument("--no-repair", action="store_true", help="turn repair off (= --max-repairs 0)")
-    p.add_argument("--instruction-style", choices=["goal", "spec", "step"],
-                   help="goal: the deliverables only (default); spec: every checked output "
-                        "with every literal; step: the spec items as ordered steps")
-    p.add_argument("--require-observation", action="store_true",
-                   help="keep only tasks the open-loop control scores 0 on: those a solver "
-                        "cannot solve from the instruction's values alone")
-    p.add_argument("--strict", action="store_true",
-                   help="a tool that fails rejects its candidate: no repair replaces it with "
-                        "another tool or drops its step")
     add_trust_option(p)
     p.add_argument("--shard-rows", type=whole,
                    help="rows per table that trigger a shard commit (default 500)")
+
+
+def _candidate_options(p: argparse.ArgumentParser) -> None:
+    """A flag per field of the candidate's settings, its help, bounds, choices and default
+    read from the model (:class:`tasks.stages.settings.CandidateSettings`)."""
+    from tasks.stages.settings import CandidateSettings
+
+    for name, spec in CandidateSettings.model_fields.items():
+        flag, about = f"--{name.replace('_', '-')}", spec.description or ""
+        if spec.annotation is bool:
+            p.add_argument(flag, action="store_true", help=about)
+        elif get_origin(spec.annotation) is Literal:
+            p.add_argument(flag, choices=get_args(spec.annotation),
+                           help=f"{about} (default {spec.default})")
+        else:
+            bounds = {type(m).__name__: m for m in spec.metadata}
+            low, high = getattr(bounds.get("Ge"), "ge", None), getattr(bounds.get("Le"), "le", None)
+            p.add_argument(flag, type=whole, help=f"{about} (default {spec.default})",
+                           metavar=f"{low}..{high}" if low is not None and high is not None
+                           else None)
+
+
+def _candidate_flags(args: argparse.Namespace) -> dict[str, object]:
+    """The candidate settings' flags as given (an unset flag: None or False)."""
+    from tasks.stages.settings import CandidateSettings
+
+    return {name: getattr(args, name) for name in CandidateSettings.model_fields}
 
 
 def _dataset_parsers(sub: argparse._SubParsersAction) -> None:
@@ -411,7 +426,7 @@ def _export_parsers(sub: argparse._SubParsersAction) -> None:
                             "for trainers), harbor (task folders), preference (DPO pairs), "
                             "atif (trajectories in Harbor's trajectory format)")
     targets = export.add_subparsers(dest="target", required=True, parser_class=_Parser)
-    from tasks.sft.families import FAMILIES, REASONING_KEYS
+    from tasks.exports.sft.families import FAMILIES, REASONING_KEYS
 
     sft = targets.add_parser("sft", help="trajectories as JSONL for SFT trainers")
     sft.add_argument("--format", choices=["hf", "openai", "sharegpt"], default="hf",
@@ -438,13 +453,13 @@ def _export_parsers(sub: argparse._SubParsersAction) -> None:
     sft.add_argument("--out", type=path, required=True, help="JSONL file to write")
     sft.add_argument("--data", type=path, default=Path("data"))
     sft.set_defaults(func=cmd_export_sft)
-    from flows import cli_atif
-    from flows.cli_harbor import add_export_parser
-    from flows.cli_solve import add_preference_parser
+    from flows.commands import atif
+    from flows.commands.harbor import add_export_parser
+    from flows.commands.solve import add_preference_parser
 
     add_export_parser(targets)
     add_preference_parser(targets)
-    cli_atif.add_export_parser(targets)
+    atif.add_export_parser(targets)
 
 
 @functools.cache  # built once per process: parsing leaves it unchanged
@@ -464,12 +479,12 @@ def build_parser() -> argparse.ArgumentParser:
     _dataset_parsers(sub)
     _plan_parser(sub)
     _export_parsers(sub)
-    from flows import cli_atif
-    from flows.cli_harbor import add_check_parser
-    from flows.cli_repair import add_repair_parsers
-    from flows.cli_solve import add_solve_parser
+    from flows.commands import atif
+    from flows.commands.harbor import add_check_parser
+    from flows.commands.repair import add_repair_parsers
+    from flows.commands.solve import add_solve_parser
 
-    cli_atif.add_import_parser(sub)
+    atif.add_import_parser(sub)
     add_solve_parser(sub)
     add_check_parser(sub)
     add_repair_parsers(sub)
@@ -487,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
     leave corrupt shards out (each was named on stderr with the repair command).  SIGTERM
     stops a command as Ctrl-C does: what it started is stopped, one line, exit 130."""
     from tasks.dataset import DatasetError
-    from tasks.dataset.checksums import take_excluded
+    from tasks.dataset.store.checksums import take_excluded
 
     take_excluded()
     with _terminate_as_interrupt():

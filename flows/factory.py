@@ -3,16 +3,16 @@
 Wiring only — what runs, in what order, with what concurrency: settings and backends,
 plan, open the run on the dataset, submit, consume in order, finish, report.  The stages
 live in ``tasks/`` and run in the order of :mod:`tasks.pipeline`, wired per candidate in
-:mod:`flows.candidate`; what the run writes — what it skips, dedup, provenance, commits,
+:mod:`flows.run.candidate`; what the run writes — what it skips, dedup, provenance, commits,
 how a run finishes or fails — in :mod:`tasks.dataset` (:class:`tasks.dataset.Dataset`,
 :mod:`tasks.dataset.run_writer`).
 
 Candidates start in index order, ``workers`` at a time and each with a slot of the
-server's ``sandbox`` limit when there is one (:mod:`flows.admission`), with at most
+server's ``sandbox`` limit when there is one (:mod:`flows.run.admission`), with at most
 ``WINDOW_PER_WORKER * workers`` not yet consumed; their outcomes are consumed **in index
 order** and a consumed future is dropped at once.  Memory is bounded by that window and
 the writer's buffer, plus ~2 KB per planned candidate (the plan is held as JSON,
-:mod:`flows.planned`); dedup decisions (which depend on what came before) are the same on
+:mod:`flows.run.planned`); dedup decisions (which depend on what came before) are the same on
 every run.
 
 Annotations here are real objects, not postponed strings: a served flow runs in a new
@@ -26,6 +26,7 @@ import itertools
 import logging
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
@@ -38,29 +39,37 @@ from prefect.runtime import flow_run
 from prefect.states import State
 
 from environments.config import BackendConfig
+from environments.docker.images import image_id
 from environments.registry import resolve_backend
 from environments.sandbox import SandboxError
-from flows import heap, ui
-from flows.admission import Admission
-from flows.candidate import build_candidate, ecosystem, engine_failure
-from flows.infrastructure import retried
 from flows.parameters import effective_settings
-from flows.planned import PlannedCandidates
-from flows.progress import Progress
-from flows.providers import close_run, image_id, open_run, provider_for, run_closed
-from flows.runners import Runner, chosen_runner, make_task_runner
+from flows.run import heap, ui
+from flows.run.admission import Admission
+from flows.run.candidate import build_candidate, ecosystem, engine_failure
+from flows.run.infrastructure import retried
+from flows.run.planned import PlannedCandidates
+from flows.run.progress import Progress
+from flows.run.providers import close_run, open_run, provider_for, run_closed
+from flows.run.runners import Runner, chosen_runner, make_task_runner
+from flows.run.summary import RunFacts, RunSummary, summarize
 from flows.settings import RunSettings
-from flows.summary import RunSummary, summarize
 from schemas.graph import Candidate
-from schemas.records import InstructionStyle
 from tasks.dataset import Dataset, DatasetError
 from tasks.dataset.dedup import DedupIndex
-from tasks.dataset.paths import real_folder
-from tasks.dataset.provenance import RunIdentity, config_hash, llm_identity, new_run_id
+from tasks.dataset.provenance import (
+    Built,
+    Planned,
+    RunIdentity,
+    config_hash,
+    llm_identity,
+    new_run_id,
+)
 from tasks.dataset.run_writer import RunWriter
 from tasks.dataset.runs import RunTally
+from tasks.dataset.store.paths import real_folder
 from tasks.pipeline import Outcome
-from tasks.plan import iter_candidates
+from tasks.plan.planner import iter_candidates
+from tasks.stages.settings import CandidateSettings
 
 WINDOW_PER_WORKER = 4
 RESULTS = ".results"
@@ -68,19 +77,15 @@ RESULTS = ".results"
 
 
 def run_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendConfig,
-                  run_id: str, max_repairs: int, instruction_style: InstructionStyle,
-                  config_hash: str, require_observation: bool = False,
-                  strict: bool = False) -> State:
-    """:func:`flows.candidate.build_candidate`, ending in a state named after its outcome
-    (:func:`flows.ui.outcome_state`; the result is the :class:`Outcome`).  ``config_hash``
+                  run_id: str, settings: CandidateSettings, config_hash: str) -> State:
+    """:func:`flows.run.candidate.build_candidate`, ending in a state named after its outcome
+    (:func:`flows.run.ui.outcome_state`; the result is the :class:`Outcome`).  ``config_hash``
     (code, images, templates, ...) is unused here but part of the task's cache key.  Runs
     in the process that executes the candidate (a Dask worker too), so each keeps its own
     heap trimmed.  Infrastructure failures are waited out and run again
-    (:mod:`flows.infrastructure`)."""
+    (:mod:`flows.run.infrastructure`)."""
     def attempt() -> Outcome:
-        return build_candidate(candidate, ecosystem_ref, backend, run_id,
-                               max_repairs=max_repairs, instruction_style=instruction_style,
-                               require_observation=require_observation, strict=strict)
+        return build_candidate(candidate, ecosystem_ref, backend, run_id, settings)
 
     try:
         return ui.outcome_state(retried(attempt, backend, f"candidate {candidate.index}",
@@ -173,11 +178,11 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
         logger.info("run %s: %d candidates of %s on the %s backend, %d already in the "
                     "dataset, flow run %s", run_id, planned, ", ".join(refs),
                     base.type, planned - len(todo), flow_run.get_id())
+        facts = RunFacts(run_id, base.type, placement, planned, chash, replanned, t0)
         if not todo and not resume:  # a repeated run adds nothing, not even a runs row
-            return summarize(settings, run_id, base.type, placement, planned, chash, replanned,
-                             False, t0, 0.0, RunTally())
+            return summarize(settings, facts, False, 0.0, RunTally())
         run.begin()
-        tally = _consume(run, todo, planned, settings, refs, base, kind, address)
+        tally = _consume(run, todo, planned, settings, Submission(refs, base, kind, address))
         if not tally.errored:  # else unfinished: a resume runs the errored candidates again
             if run.no_run_unfinished:
                 shutil.rmtree(settings.data / RESULTS, ignore_errors=True)  # nothing to resume
@@ -185,8 +190,7 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
             _, markdown = dataset.write_card()
             create_markdown_artifact(key="taskfactory-dataset-report", markdown=markdown,
                                      description=f"dataset {settings.data} after run {run_id}")
-    return summarize(settings, run_id, base.type, placement, planned, chash, replanned, resume,
-                     t0, run.write_s, tally)
+    return summarize(settings, facts, resume, run.write_s, tally)
 
 
 def _run_identity(settings: RunSettings, base: BackendConfig, run_id: str
@@ -201,21 +205,29 @@ def _run_identity(settings: RunSettings, base: BackendConfig, run_id: str
     llm = llm_identity()
     index = DedupIndex()
     chash = config_hash(
-        ecosystems={n: ecosystem(r).digest for n, r in refs.items()}, images=images,
-        backend=base.type, seed=settings.seed, depth_weights=settings.depth_weights,
-        kinds=settings.kinds, off_scenario=settings.off_scenario,
-        max_repairs=settings.max_repairs, instruction_style=settings.instruction_style, llm=llm,
-        dedup=index.policy, require_observation=settings.require_observation,
-        strict=settings.strict)
+        Built({n: ecosystem(r).digest for n, r in refs.items()}, images, base.type),
+        Planned(settings.seed, settings.depth_weights, settings.kinds, settings.off_scenario),
+        settings.candidate(), llm, index.policy)
     identity = RunIdentity(run_id=run_id, flow_run_id=flow_run.get_id(), config_hash=chash,
                            llm_model=llm[0], llm_params=llm[1])
     return refs, images, identity, index
 
 
+@dataclass(frozen=True)
+class Submission:
+    """How a run submits its candidates: each with its ecosystem's ref (by name) and the
+    base backend config, to the task runner ``kind`` (at ``address`` for Dask)."""
+
+    refs: dict[str, str]
+    base: BackendConfig
+    kind: Runner
+    address: str | None
+
+
 def _consume(run: RunWriter, todo: PlannedCandidates, planned: int, settings: RunSettings,
-             refs: dict[str, str], base: BackendConfig, kind: Runner, address: str | None
-             ) -> RunTally:
+             how: Submission) -> RunTally:
     """Submit the candidates, record their outcomes in index order, finish the run."""
+    refs, base = how.refs, how.base
     logger = get_run_logger()
     one = candidate_task.with_options(result_storage=_result_storage(settings.data))
     open_run(run.run_id)
@@ -224,14 +236,11 @@ def _consume(run: RunWriter, todo: PlannedCandidates, planned: int, settings: Ru
         logger.warning("reaped %d orphaned sandboxes from dead runs", reaped)
     progress = Progress(len(todo), run.run_id)
     try:
-        with make_task_runner(kind, settings.workers, address) as task_runner:
+        with make_task_runner(how.kind, settings.workers, how.address) as task_runner:
             def submit(c: Candidate) -> PrefectFuture:
                 return task_runner.submit(one, {
                     "candidate": c, "ecosystem_ref": refs[c.ecosystem], "backend": base,
-                    "run_id": run.run_id, "max_repairs": settings.max_repairs,
-                    "instruction_style": settings.instruction_style,
-                    "require_observation": settings.require_observation,
-                    "strict": settings.strict,
+                    "run_id": run.run_id, "settings": settings.candidate(),
                     "config_hash": run.identity.config_hash})
 
             for c, result in Admission(todo, submit, settings.workers,
@@ -284,7 +293,7 @@ def run_factory(settings: RunSettings, run_id: str | None = None, resume: bool =
                 runner: Runner | str = Runner.threads, address: str | None = None,
                 only: list[str] | None = None) -> RunSummary:
     """Run the flow on ``runner`` (a thread pool sized for I/O-bound sandbox work, or a
-    Dask cluster at ``address``; see flows/runners.py)."""
+    Dask cluster at ``address``; see flows/run/runners.py)."""
     logging.getLogger("prefect").setLevel(logging.WARNING)
     for handler in logging.getLogger().handlers:  # Prefect's console handler
         if not any(isinstance(f, ReportedByTheCommand) for f in handler.filters):

@@ -17,6 +17,7 @@ import json
 import secrets
 import subprocess
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
@@ -62,7 +63,7 @@ def template_hash(folder: Path = TEMPLATES) -> str:
 
 def llm_identity(env: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
     """(model, JSON of sampling parameters) of the configured LLM, or (None, None)."""
-    from tasks.llm import LLMConfig
+    from tasks.core.llm import LLMConfig
 
     config = LLMConfig.from_env() if env is None else LLMConfig.from_env(env)
     if config is None:
@@ -70,22 +71,38 @@ def llm_identity(env: Mapping[str, str] | None = None) -> tuple[str | None, str 
     return config.model, json.dumps({"temperature": config.temperature}, sort_keys=True)
 
 
-def config_hash(*, ecosystems: Mapping[str, str], images: Mapping[str, str | None],
-                backend: str, seed: int, depth_weights: Mapping[int, float], max_repairs: int,
-                instruction_style: str, llm: tuple[str | None, str | None], dedup: str,
-                require_observation: bool = False, strict: bool = False,
-                kinds: Mapping[TaskKind, float] | None = None,
-                off_scenario: float | None = None) -> str:
-    """The hash described in the module docstring; ``ecosystems`` maps name -> digest."""
+@dataclass(frozen=True)
+class Built:
+    """What a run's candidates run on: ecosystem digests and image ids by name, the backend."""
+
+    ecosystems: Mapping[str, str]
+    images: Mapping[str, str | None]
+    backend: str
+
+
+@dataclass(frozen=True)
+class Planned:
+    """The settings a run's plan is drawn from."""
+
+    seed: int
+    depth_weights: Mapping[int, float]
+    kinds: Mapping[TaskKind, float] | None = None
+    off_scenario: float | None = None
+
+
+def config_hash(built: Built, plan: Planned, candidate: BaseModel,
+                llm: tuple[str | None, str | None], dedup: str) -> str:
+    """The hash described in the module docstring; ``candidate`` is the settings every
+    candidate receives (each field hashed by name)."""
     return _digest({
         "schema_version": SCHEMA_VERSION, "generator": generator_version(),
-        "ecosystems": dict(sorted(ecosystems.items())), "images": dict(sorted(images.items())),
-        "backend": backend, "seed": seed,
-        "depth_weights": {str(d): float(w) for d, w in sorted(depth_weights.items())},
-        "max_repairs": max_repairs, "instruction_style": instruction_style,
-        "require_observation": require_observation, "strict": strict,
-        "kinds": {k: float(w) for k, w in sorted((kinds or {}).items())},
-        "off_scenario": off_scenario,
+        "ecosystems": dict(sorted(built.ecosystems.items())),
+        "images": dict(sorted(built.images.items())),
+        "backend": built.backend, "seed": plan.seed,
+        "depth_weights": {str(d): float(w) for d, w in sorted(plan.depth_weights.items())},
+        **candidate.model_dump(mode="json"),
+        "kinds": {k: float(w) for k, w in sorted((plan.kinds or {}).items())},
+        "off_scenario": plan.off_scenario,
         "templates": template_hash(), "llm": list(llm),
         "dedup": dedup})
 

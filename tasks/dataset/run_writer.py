@@ -4,7 +4,7 @@
 
 1. **open**: takes the writer lock (or the one the caller lent), refuses a folder whose
    manifest cannot account for its shards or that holds a corrupt shard
-   (:func:`tasks.dataset.lock.open_for_writing`), then reads what the dataset holds:
+   (:func:`tasks.dataset.store.lock.open_for_writing`), then reads what the dataset holds:
    :attr:`RunWriter.held` (candidates settled under the run's config hash, which the run
    skips) and every task into the dedup index, in commit order;
 2. :meth:`RunWriter.begin`: the run is recorded ``running`` in the manifest (a resume is
@@ -34,23 +34,13 @@ import stat
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from schemas.records import RunRow
 from tasks.dataset.dedup import DedupIndex
-from tasks.dataset.folder import RESERVE
 from tasks.dataset.interrupts import keyboard_interrupts
-from tasks.dataset.lock import open_for_writing
-from tasks.dataset.manifest import (
-    MANIFEST,
-    DatasetError,
-    Manifest,
-    RunEntry,
-    load_manifest,
-    save_manifest,
-)
-from tasks.dataset.paths import create
 from tasks.dataset.provenance import RunIdentity, generator_version
 from tasks.dataset.query import Warn, connect
 from tasks.dataset.recorder import Outcome, Recorder
@@ -62,7 +52,18 @@ from tasks.dataset.runs import (
     tally,
     unless_recorded,
 )
-from tasks.dataset.writer import ShardWriter
+from tasks.dataset.store.folder import RESERVE
+from tasks.dataset.store.lock import open_for_writing
+from tasks.dataset.store.manifest import (
+    MANIFEST,
+    DatasetError,
+    Manifest,
+    RunEntry,
+    load_manifest,
+    save_manifest,
+)
+from tasks.dataset.store.paths import create
+from tasks.dataset.store.writer import ShardWriter
 
 REASON_CHARS = 500
 RESERVE_BYTES = 256 << 10
@@ -81,14 +82,27 @@ def reason_of(exc: BaseException) -> str:
     return (f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__)[:REASON_CHARS]
 
 
+@dataclass(frozen=True)
+class RunSetup:
+    """What a run writes with: its identity, its settings as JSON (recorded in the
+    manifest and the ``runs`` row; ``seed`` and ``shard_rows`` are read from it), the
+    image id per ecosystem, and the dedup index, empty (the writer fills it from the
+    dataset)."""
+
+    identity: RunIdentity
+    settings: dict
+    images: Mapping[str, str | None]
+    index: DedupIndex
+
+
 class RunWriter:
     """One run's writes into a dataset opened by :func:`writing_run`."""
 
-    def __init__(self, data: Path, manifest: Manifest, identity: RunIdentity, settings: dict,
-                 images: Mapping[str, str | None], index: DedupIndex, repair: bool,
+    def __init__(self, data: Path, manifest: Manifest, setup: RunSetup, repair: bool,
                  warn: Warn) -> None:
+        identity, images, index = setup.identity, setup.images, setup.index
         self.data, self.manifest, self.identity = data, manifest, identity
-        self.settings, self.images, self.repair, self.warn = settings, images, repair, warn
+        self.settings, self.images, self.repair, self.warn = setup.settings, images, repair, warn
         self.recorder = Recorder(identity, images, index)
         self.entry: RunEntry | None = None
         self.writer: ShardWriter | None = None
@@ -191,18 +205,13 @@ class RunWriter:
 
 
 @contextmanager
-def writing_run(data: Path, identity: RunIdentity, settings: dict,
-                images: Mapping[str, str | None], index: DedupIndex, repair: bool = False,
+def writing_run(data: Path, setup: RunSetup, repair: bool = False,
                 warn: Warn = lambda _: None) -> Iterator[RunWriter]:
-    """The dataset at ``data`` held for one run (see the module docstring).
-
-    ``settings``: the run's settings as JSON (recorded in the manifest and the ``runs``
-    row; ``seed`` and ``shard_rows`` are read from it); ``images``: image id per
-    ecosystem; ``index``: the dedup index, empty (this fills it from the dataset);
+    """The dataset at ``data`` held for one run (see the module docstring) with ``setup``;
     ``repair``: the run re-runs candidates ``taskfactory repair`` lost (not a resume).
     DatasetError, before anything is written, for a folder a writer must refuse."""
     with open_for_writing(data, warn=warn) as manifest:
-        run = RunWriter(data, manifest, identity, settings, images, index, repair, warn)
+        run = RunWriter(data, manifest, setup, repair, warn)
         try:
             yield run
         except BaseException as exc:

@@ -1,11 +1,12 @@
-"""Stage ``cases``: a reconstruct candidate's cases (:mod:`tasks.cases`); nothing for the
+"""Stage ``cases``: a reconstruct candidate's cases (:mod:`tasks.reconstruct.cases`); nothing for
+the
 other kinds."""
 
 from __future__ import annotations
 
 from schemas.records import StageName
-from tasks.cases import run_cases
-from tasks.program import reference_program
+from tasks.reconstruct.cases import Reconstruction, run_cases
+from tasks.reconstruct.program import reference_program
 from tasks.stages.context import CandidateContext, Phase
 
 
@@ -18,13 +19,13 @@ class Cases:
     name: StageName = "cases"
     phase: Phase = "execute_s"
     needs: tuple[str, ...] = ("env", "eco", "candidate", "graph", "trace", "after")
-    gives: tuple[str, ...] = ("cases", "instruction_style")
+    gives: tuple[str, ...] = ("cases", "settings")
 
     def run(self, ctx: CandidateContext) -> None:
         ctx.cases = None
         if ctx.graph.kind != "reconstruct":
             return
-        ctx.instruction_style = "spec"
+        ctx.settings = ctx.settings.model_copy(update={"instruction_style": "spec"})
         program = reference_program(ctx.eco, ctx.graph, ctx.trace)
-        ctx.cases = run_cases(ctx.env.sandbox, ctx.eco, ctx.graph, ctx.trace, program,
-                              ctx.candidate.seed, ctx.after)
+        ctx.cases = run_cases(Reconstruction(ctx.env.sandbox, ctx.eco, ctx.graph, ctx.trace,
+                                             program), ctx.candidate.seed, ctx.after)

@@ -4,20 +4,20 @@ literals control reads it)."""
 from __future__ import annotations
 
 from schemas.records import StageName
-from tasks.instruct import render_instruction
-from tasks.instruct_reconstruct import reconstruct_draft
+from tasks.instruct.instruction import render_instruction
+from tasks.reconstruct.instruction import reconstruct_draft
 from tasks.stages.context import CandidateContext, Phase
 
 
 class Draft:
     """Goal, spec or step style; the same seed gives the same text.  A reconstruct task's
     is the spec style's, stated as a rule, in the program's interface and examples
-    (:func:`tasks.instruct_reconstruct.reconstruct_draft`)."""
+    (:func:`tasks.reconstruct.instruction.reconstruct_draft`)."""
 
     name: StageName = "draft"
     phase: Phase = "render_s"
     needs: tuple[str, ...] = ("eco", "candidate", "graph", "trace", "checks",
-                              "instruction_style", "descriptions", "cases")
+                              "settings", "descriptions", "cases")
     gives: tuple[str, ...] = ("draft",)
 
     def run(self, ctx: CandidateContext) -> None:
@@ -26,5 +26,5 @@ class Draft:
                                           ctx.checks, ctx.cases)
             return
         ctx.draft = render_instruction(
-            ctx.eco, ctx.graph, ctx.trace, ctx.candidate.seed, ctx.instruction_style,
+            ctx.eco, ctx.graph, ctx.trace, ctx.candidate.seed, ctx.settings.instruction_style,
             ctx.checks, {x: d.text for x, d in ctx.descriptions.items()})

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from schemas.records import StageName
-from tasks.execute import execute_graph
-from tasks.realize import probe
-from tasks.repair import Repairer
-from tasks.repair_llm import propose_repair
+from tasks.execute.realize import probe
+from tasks.execute.repair import Repairer
+from tasks.execute.repair_llm import propose_repair
+from tasks.execute.run_graph import execute_graph
 from tasks.stages.context import CandidateContext, Phase
 
 
@@ -16,7 +16,7 @@ class Execute:
 
     name: StageName = "execute"
     phase: Phase = "execute_s"
-    needs: tuple[str, ...] = ("env", "eco", "candidate", "max_repairs", "strict", "llm")
+    needs: tuple[str, ...] = ("env", "eco", "candidate", "settings", "llm")
     gives: tuple[str, ...] = ("trace", "graph", "before", "after")
 
     def run(self, ctx: CandidateContext) -> None:
@@ -24,7 +24,8 @@ class Execute:
         repairer: Repairer | None = None
         if client is not None:
             repairer = lambda request: propose_repair(client, request)  # noqa: E731
-        ctx.trace, ctx.graph = execute_graph(ctx.env, ctx.eco, ctx.candidate, ctx.max_repairs,
-                                             repairer, ctx.strict)
+        ctx.trace, ctx.graph = execute_graph(ctx.env, ctx.eco, ctx.candidate,
+                                             ctx.settings.max_repairs, repairer,
+                                             ctx.settings.strict)
         ctx.before = ctx.env.before
         ctx.after = probe(ctx.env.sandbox, ctx.eco)

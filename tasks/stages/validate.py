@@ -1,13 +1,13 @@
-"""Stage ``validate``: the gate (:func:`tasks.validate.run_gate`), then the sandboxes close."""
+"""Stage ``validate``: the gate (:func:`tasks.gate.gate.run_gate`), then the sandboxes close."""
 
 from __future__ import annotations
 
 from schemas.records import StageName
-from tasks.failures import StageFailure
-from tasks.program import program_trace
-from tasks.realize import LiveEnvironment
+from tasks.core.failures import StageFailure
+from tasks.execute.realize import LiveEnvironment
+from tasks.gate.gate import Gated, run_gate, run_reconstruct_gate
+from tasks.reconstruct.program import program_trace
 from tasks.stages.context import CandidateContext, Phase
-from tasks.validate import run_gate, run_reconstruct_gate
 
 
 class Validate:
@@ -16,22 +16,21 @@ class Validate:
     state the trace started from.  Every sandbox is closed before the later stages, which
     may wait for an LLM.  A run that requires observation rejects a task the open-loop
     control solves.  A reconstruct task is gated in its execution sandbox, laid out as the
-    agent's workspace (:func:`tasks.validate.run_reconstruct_gate`)."""
+    agent's workspace (:func:`tasks.gate.gate.run_reconstruct_gate`)."""
 
     name: StageName = "validate"
     phase: Phase = "gate_s"
     needs: tuple[str, ...] = ("env", "eco", "candidate", "graph", "open_sandbox", "trace",
                               "checks",
                               "draft", "solution_sh", "verifier_py", "before", "after",
-                              "require_observation", "cases")
+                              "settings", "cases")
     gives: tuple[str, ...] = ("gate",)
 
     def run(self, ctx: CandidateContext) -> None:
         if ctx.cases is not None:
             trace = program_trace(ctx.eco, ctx.graph, ctx.trace)
-            ctx.gate = run_reconstruct_gate(ctx.env.sandbox, ctx.eco, trace, ctx.checks,
-                                            ctx.cases, ctx.draft.text, ctx.solution_sh,
-                                            ctx.verifier_py)
+            ctx.gate = run_reconstruct_gate(ctx.env.sandbox, ctx.eco, Gated(
+                trace, ctx.checks, ctx.draft.text, ctx.solution_sh, ctx.verifier_py), ctx.cases)
             ctx.close_sandboxes()
             return
         env, realized = ctx.env, None
@@ -41,10 +40,11 @@ class Validate:
                 ctx.eco, ctx.candidate.seed, ctx.open, ctx.trace.environment,
                 ctx.candidate.graph.fault))
             realized = ctx.before
-        ctx.gate = run_gate(env, ctx.eco, ctx.trace, ctx.checks, ctx.draft.text,
-                            ctx.solution_sh, ctx.verifier_py, ctx.after, realized=realized)
+        ctx.gate = run_gate(env, ctx.eco, Gated(ctx.trace, ctx.checks, ctx.draft.text,
+                                                ctx.solution_sh, ctx.verifier_py),
+                            ctx.after, realized=realized)
         ctx.close_sandboxes()
-        if ctx.require_observation and not ctx.gate.needs_observation:
+        if ctx.settings.require_observation and not ctx.gate.needs_observation:
             raise StageFailure("validate", "no_observation_needed",
                                f"the open-loop solution scores {ctx.gate.open_loop_reward}: "
                                "the instruction's values alone solve the task")

@@ -2,17 +2,17 @@
 reconstruct task: the verifier of its hidden cases and the installer of its program).
 
 In the goal style the checks of intermediate results are dropped
-(:func:`tasks.deliverables.goal_checks`): the instruction does not name them."""
+(:func:`tasks.rules.deliverables.goal_checks`): the instruction does not name them."""
 
 from __future__ import annotations
 
 from schemas.records import StageName
-from tasks.cases import PROGRAM_TIMEOUT_S, Case
-from tasks.commands import solution_script
-from tasks.deliverables import goal_checks
-from tasks.program import PROGRAM, installer, reference_program
+from tasks.core.commands import solution_script
+from tasks.reconstruct.cases import PROGRAM_TIMEOUT_S, Case
+from tasks.reconstruct.program import PROGRAM, installer, reference_program
+from tasks.rules.deliverables import goal_checks
 from tasks.stages.context import CandidateContext, Phase
-from tasks.verify import derive_checks, render_reconstruct_verifier, render_verifier
+from tasks.verify.verifier import derive_checks, render_reconstruct_verifier, render_verifier
 
 
 class Verify:
@@ -21,7 +21,7 @@ class Verify:
     name: StageName = "verify"
     phase: Phase = "render_s"
     needs: tuple[str, ...] = ("eco", "candidate", "graph", "trace", "before", "after",
-                              "instruction_style", "cases")
+                              "settings", "cases")
     gives: tuple[str, ...] = ("checks", "verifier_py", "solution_sh")
 
     def run(self, ctx: CandidateContext) -> None:
@@ -29,7 +29,7 @@ class Verify:
             self.reconstruct(ctx, ctx.cases)
             return
         ctx.checks = derive_checks(ctx.eco, ctx.trace, ctx.before, ctx.after)
-        if ctx.instruction_style == "goal":
+        if ctx.settings.instruction_style == "goal":
             ctx.checks = goal_checks(ctx.eco.spec, ctx.graph, ctx.trace, ctx.checks)
         ctx.verifier_py = render_verifier(ctx.checks, ctx.eco.probe_source,
                                           task_ref=ctx.candidate.candidate_id)

@@ -7,17 +7,17 @@ import pytest
 
 from environments.docker.config import DockerConfig
 from environments.local.config import LocalConfig
-from flows.candidate import build_candidate, ecosystem
-from flows.providers import close_run, provider_for
+from flows.run.candidate import build_candidate, ecosystem
+from flows.run.providers import close_run, provider_for
 from schemas.graph import WorkflowGraph
 from schemas.trace import Trace
 from schemas.verifier import Check
-from tasks.compose import render_phrase
-from tasks.failures import StageFailure
+from tasks.core.failures import StageFailure
 from tasks.pipeline import PIPELINE, Pipeline
-from tasks.plan import plan_candidates
+from tasks.plan.planner import plan_candidates
+from tasks.rules.compose import render_phrase
 from tasks.stages import verify as verify_stage
-from tasks.verify import run_verifier
+from tasks.verify.verifier import run_verifier
 
 RUN_ID = f"itest-pipeline-{os.getpid()}"  # unique: other checkouts may share the engine
 ECO = ecosystem("files")
@@ -185,15 +185,16 @@ def test_an_extra_stage_that_rejects_gives_a_rejected_attempt_and_closes_the_san
 def _gated(candidate, backend, style):
     """The candidate's context after the gate (the stages before ``instruct``), or None
     when an earlier stage rejected it."""
-    from flows.candidate import sandbox_opener
+    from flows.run.candidate import sandbox_opener
     from tasks.dataset.provenance import generator_version
     from tasks.stages.context import CandidateContext
+    from tasks.stages.settings import CandidateSettings
 
     ctx = CandidateContext(
         candidate=candidate, graph=candidate.graph, eco=ECO, run_id=RUN_ID,
         open_sandbox=sandbox_opener(ECO, backend, RUN_ID, candidate), backend=backend.type,
         image=getattr(backend, "image", "local"), generator_version=generator_version(),
-        instruction_style=style)
+        settings=CandidateSettings(instruction_style=style))
     upto = PIPELINE.names.index("instruct")
     with ctx.sandboxes:
         try:
@@ -207,7 +208,7 @@ def _gated(candidate, backend, style):
 def test_goal_tasks_neither_require_nor_penalise_intermediate_results(backend):
     """A goal-style task passes its verifier when its intermediate file is made under
     another name and removed before the verifier runs; its checks never name it."""
-    from tasks.deliverables import flow
+    from tasks.rules.deliverables import flow
 
     tried = 0
     for candidate in CANDIDATES:

@@ -7,15 +7,15 @@ import os
 import pytest
 
 from environments.docker.config import DockerConfig
-from flows.candidate import build_candidate, ecosystem
-from flows.providers import close_run, provider_for
+from flows.run.candidate import build_candidate, ecosystem
+from flows.run.providers import close_run, provider_for
 from schemas.graph import WorkflowGraph
 from schemas.trace import Trace
-from tasks.cases import run_cases
-from tasks.examples import write_examples
-from tasks.plan import plan_candidates
-from tasks.program import PROGRAM, installer, reference_program
-from tasks.verify import run_verifier
+from tasks.plan.planner import plan_candidates
+from tasks.reconstruct.cases import Reconstruction, run_cases
+from tasks.reconstruct.examples import write_examples
+from tasks.reconstruct.program import PROGRAM, installer, reference_program
+from tasks.verify.verifier import run_verifier
 
 pytestmark = pytest.mark.docker
 
@@ -104,7 +104,7 @@ def test_no_hidden_case_byte_is_anywhere_in_the_agents_environment(outcomes, nam
     program = reference_program(eco, graph, trace)
     config = DockerConfig().for_ecosystem(eco)
     with provider_for(config, RUN_ID).sandbox() as sb:
-        cases = run_cases(sb, eco, graph, trace, program, task.seed)
+        cases = run_cases(Reconstruction(sb, eco, graph, trace, program), task.seed)
     assert [c.seed for c in cases] == [c["seed"] for c in json.loads(task.cases_json)]
     public = {line for c in cases if c.public for data in c.files.values()
               for line in data.splitlines()}

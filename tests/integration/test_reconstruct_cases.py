@@ -12,14 +12,14 @@ import tarfile
 import pytest
 
 from environments.docker.config import DockerConfig
-from flows.candidate import build_candidate, ecosystem
-from flows.providers import close_run, provider_for
+from flows.run.candidate import build_candidate, ecosystem
+from flows.run.providers import close_run, provider_for
 from schemas.graph import WorkflowGraph
 from schemas.trace import Trace
-from tasks.arguments import program_arguments, reads_initial
-from tasks.cases import run_cases
-from tasks.plan import plan_candidates
-from tasks.program import reference_program
+from tasks.plan.planner import plan_candidates
+from tasks.reconstruct.arguments import program_arguments, reads_initial
+from tasks.reconstruct.cases import Reconstruction, run_cases
+from tasks.reconstruct.program import reference_program
 
 pytestmark = pytest.mark.docker
 
@@ -62,7 +62,7 @@ def test_an_argument_sampled_from_an_earlier_steps_output_is_drawn_from_each_cas
     read = grep.args[eco.spec.tool(grep.tool).param("pattern").sample.of]
     program = reference_program(eco, graph, trace)
     with provider_for(DockerConfig().for_ecosystem(eco), RUN_ID).sandbox() as sb:
-        cases = run_cases(sb, eco, graph, trace, program, task.seed)
+        cases = run_cases(Reconstruction(sb, eco, graph, trace, program), task.seed)
     assert [c.args for c in cases] == [c["args"] for c in json.loads(task.cases_json)]
     at = arguments.index(late[0])
     for case in (c for c in cases if c.public):  # each value is in that case's own file
@@ -79,7 +79,7 @@ def test_a_derived_seed_the_program_fails_on_is_skipped_for_the_next(built):
     program = reference_program(eco, graph, trace)
     config = DockerConfig().for_ecosystem(eco)
     with provider_for(config, RUN_ID).sandbox() as sb:
-        cases = run_cases(sb, eco, graph, trace, program, task.seed)
+        cases = run_cases(Reconstruction(sb, eco, graph, trace, program), task.seed)
         # the same program, failing on the second derived seed's input only
         path, data = sorted(cases[2].files.items())[0]
         assert all(c.files.get(path) != data for c in cases if c is not cases[2])
@@ -88,7 +88,7 @@ def test_a_derived_seed_the_program_fails_on_is_skipped_for_the_next(built):
         lines = program.splitlines()
         enter = next(i for i, ln in enumerate(lines) if ln.startswith('cd "${1'))
         failing = "\n".join([*lines[:enter + 1], guard, *lines[enter + 1:]]) + "\n"
-        skipped = run_cases(sb, eco, graph, trace, failing, task.seed)
+        skipped = run_cases(Reconstruction(sb, eco, graph, trace, failing), task.seed)
     assert cases[2].seed not in [c.seed for c in skipped]
     kept = [c for c in cases if c.seed != cases[2].seed]
     assert [c.seed for c in skipped][:len(kept)] == [c.seed for c in kept]

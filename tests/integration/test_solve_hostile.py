@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 
 from environments.docker.config import DockerConfig
-from tasks.agent_loop import Limits
-from tasks.attacks import attack_script, attacks_for
 from tasks.dataset import Dataset
-from tasks.dataset.lock import open_for_writing
 from tasks.dataset.provenance import RunIdentity
-from tasks.dataset.writer import ShardWriter
-from tasks.harbor.source import ExportTask, selected_tasks
-from tasks.rebuild import fresh_environments
-from tasks.rollouts import run_attempt
+from tasks.dataset.store.lock import open_for_writing
+from tasks.dataset.store.writer import ShardWriter
+from tasks.exports.harbor.rebuild import fresh_environments
+from tasks.exports.harbor.source import ExportTask, selected_tasks
+from tasks.gate.attacks import attack_script, attacks_for
+from tasks.rollouts.agent_loop import Limits
+from tasks.rollouts.rollout import Agent, Attempt, run_attempt
 from tests.support.dataset import write_outcomes
 from tests.support.harbor_data import accepted
 from tests.support.openai_server import Behaviour, OpenAIServer, make_client
@@ -59,8 +59,9 @@ def test_every_attack_as_a_model_scores_0_and_pass_at_1_is_0(data, srv):
             script = attack_script(task.controlled, [attack])
             srv.default = Behaviour(message=replay([bash(script)]))
             with fresh_environments(task, f"{RUN}-{len(rows)}") as box:
-                row = run_attempt(box, task, make_client(srv, model="attacker"), "terminal",
-                                  LIMITS, len(rows), 1, RUN)
+                row = run_attempt(box, task,
+                                  Agent(make_client(srv, model="attacker"), "terminal", LIMITS),
+                                  Attempt(len(rows), 1, RUN))
             assert row.reward == 0.0, (task.row.task_id, attack.name, row.detail)
             assert row.stop_reason == "gave_up", (attack.name, row.stop_reason, row.detail)
             rows.append((task, row))

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from environments.docker.config import DockerConfig
 from environments.local.config import LocalConfig
-from flows.candidate import build_candidate, ecosystem
-from flows.providers import close_run
+from flows.run.candidate import build_candidate, ecosystem
+from flows.run.providers import close_run
 from schemas.graph import Candidate, TaskKind
 from tasks.pipeline import Outcome
-from tasks.plan import plan_candidates
+from tasks.plan.planner import plan_candidates
 
 SHALLOW = {1: 1.0, 2: 2.0, 3: 1.0}
 ROOT = Path(__file__).resolve().parents[2]

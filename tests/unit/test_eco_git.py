@@ -157,6 +157,39 @@ def test_new_commits_are_identified_by_content_not_time(tmp_path, state):
     assert entry["subject"] == picked["subject"] and entry["author"] == picked["author"]
 
 
+COMMITTING = ("cherry_pick", "fork_with_pick", "backport_branch", "revert_commit",
+              "fork_with_revert", "hotfix_branch")
+"""The tools whose commit (and the stderr line naming its hash) git makes with its own
+message and, unless they date it, the clock's time."""
+
+
+@needs_git
+@pytest.mark.parametrize("name", COMMITTING)
+def test_a_tool_made_commit_has_the_same_hash_whenever_it_is_made(tmp_path, state, name):
+    """The tool's command run at two different times (the dates git would take from the
+    clock given in the environment instead) makes the same commit and prints the same
+    stderr, so a step's recorded output is the same on every run."""
+    from tasks.core.commands import render_command
+
+    tool, repo = GIT.spec.tool(name), _Picker(state)
+    fresh = {"name": "work/new", "base": repo.base}
+    args = {p.name: fresh.get(p.name, repo.commit if p.name == "commit" else "work/topic")
+            for p in tool.params}
+    if name in ("revert_commit", "fork_with_revert", "hotfix_branch"):
+        args["commit"] = GIT.sample("revertible", state, random.Random(3), base=repo.base)
+    made = []
+    for i, date in enumerate(["2030-01-01T00:00:00+0000", "2031-06-15T12:34:56+0000"]):
+        ws = build_repo(tmp_path / f"ws{i}")
+        _run(ws, "git", "branch", "work/topic", repo.base)
+        env = {"GIT_COMMITTER_DATE": date, "GIT_AUTHOR_DATE": date}
+        done = subprocess.run(["bash", "-c", render_command(tool, args)], cwd=ws, env={
+            **os.environ, **env}, capture_output=True, text=True, check=True)
+        branch = args.get("name", args.get("branch"))
+        made.append((_run(ws, "git", "rev-parse", branch), done.stderr))
+    assert made[0] == made[1]
+    assert made[0][1].strip()  # git named the commit it made: the line compared
+
+
 @needs_git
 def test_lightweight_tag_on_an_annotated_tag_reads_as_lightweight(tmp_path):
     """``git tag t v1`` (a ref to v1's tag object) and ``git tag t v1^{commit}`` are the

@@ -37,8 +37,8 @@ def test_plan_run_interleaves_ecosystems_with_unique_indices():
 
 def test_planned_candidates_decode_to_the_planned_objects_and_skip_held_ids():
     from flows.factory import ecosystem
-    from flows.planned import PlannedCandidates
-    from tasks.plan import plan_candidates
+    from flows.run.planned import PlannedCandidates
+    from tasks.plan.planner import plan_candidates
 
     originals, _ = plan_candidates(ecosystem("sql"), 6, run_seed=3)
     plan = PlannedCandidates(originals)
@@ -50,15 +50,12 @@ def test_planned_candidates_decode_to_the_planned_objects_and_skip_held_ids():
 
 
 def test_requiring_observation_and_strict_are_part_of_the_config_hash():
-    from tasks.dataset.provenance import config_hash
+    from tasks.dataset.provenance import Built, Planned, config_hash
 
     def chash(settings: RunSettings) -> str:
-        return config_hash(ecosystems={"files": "d"}, images={"files": None}, backend="docker",
-                           seed=settings.seed, depth_weights=settings.depth_weights,
-                           max_repairs=settings.max_repairs,
-                           instruction_style=settings.instruction_style, llm=(None, None),
-                           dedup="p", require_observation=settings.require_observation,
-                           strict=settings.strict)
+        return config_hash(Built({"files": "d"}, {"files": None}, "docker"),
+                           Planned(settings.seed, settings.depth_weights),
+                           settings.candidate(), (None, None), "p")
 
     default, required = RunSettings(), RunSettings(require_observation=True)
     strict = RunSettings(strict=True)
