@@ -90,7 +90,7 @@ def seed_calls() -> None:
 
 
 def plan_cost(n: int, repeat: int) -> None:
-    from tasks.plan import plan_candidates
+    from tasks.plan.planner import plan_candidates
 
     with tempfile.TemporaryDirectory() as tmp:
         files = Path(tmp) / "files"

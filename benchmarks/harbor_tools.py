@@ -22,8 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from schemas.records import TaskRow  # noqa: E402
-from tasks.harbor.export import ExportOptions, render_folder, write_folder  # noqa: E402
-from tasks.harbor.source import ExportTask, load_ecosystems, load_rows  # noqa: E402
+from tasks.exports.harbor.export import ExportOptions, render_folder, write_folder  # noqa: E402
+from tasks.exports.harbor.source import ExportTask, load_ecosystems, load_rows  # noqa: E402
 
 HARBOR_ENV = "TASKFACTORY_HARBOR"
 

@@ -11,7 +11,7 @@ and runs ``harbor run -a oracle`` over the copies: Harbor runs each as the agent
 ``task.toml`` names, then the folder's own ``tests/test.sh`` as root, and reads the reward
 as it always does.  The variants:
 
-- ``attacks``: each attack of ``tasks.attacks`` that applies to the task, alone (an agent
+- ``attacks``: each attack of ``tasks.gate.attacks`` that applies to the task, alone (an agent
   that never attempts the task); each must score 0;
 - ``shared``: the reference solution, then one entry nobody asked for in each shared
   probe section of the ecosystem (``ProbeSection.extra``), each must score 0; and the
@@ -36,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harbor_tools import find_harbor, folders_of, harbor_job, parser  # noqa: E402
 
-from tasks.attacks import attack_script, attacks_for  # noqa: E402
-from tasks.harbor.source import ExportTask, load_ecosystems, load_rows  # noqa: E402
+from tasks.exports.harbor.source import ExportTask, load_ecosystems, load_rows  # noqa: E402
+from tasks.gate.attacks import attack_script, attacks_for  # noqa: E402
 
 SCRATCH = "printf 'my own notes\\n' > scratch-notes.txt"
 

@@ -35,11 +35,11 @@ from harbor_tools import export, find_harbor, harbor_job, parser, sample  # noqa
 from environments.docker.config import DockerConfig  # noqa: E402
 from environments.docker.images import ecosystem_image  # noqa: E402
 from flows.providers import close_run, provider_for  # noqa: E402
-from tasks.harbor.environment import base_image  # noqa: E402
-from tasks.harbor.source import ExportTask  # noqa: E402
-from tasks.realize import LiveEnvironment  # noqa: E402
-from tasks.validate import run_solution  # noqa: E402
-from tasks.verify import run_verifier  # noqa: E402
+from tasks.execute.realize import LiveEnvironment  # noqa: E402
+from tasks.exports.harbor.environment import base_image  # noqa: E402
+from tasks.exports.harbor.source import ExportTask  # noqa: E402
+from tasks.gate.gate import run_solution  # noqa: E402
+from tasks.verify.verifier import run_verifier  # noqa: E402
 
 
 def gate_one(task: ExportTask, run_id: str) -> tuple[float, float]:

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tasks.dataset.dedup import THRESHOLD, DedupIndex, shingles  # noqa: E402
 from tasks.dataset.query import run_query  # noqa: E402
-from tasks.instruct import PHRASES  # noqa: E402
+from tasks.instruct.instruction import PHRASES  # noqa: E402
 
 OPENERS = [t for style in ("goal", "step") for group in PHRASES[style]["openers"].values()
            for t in group.values()]

@@ -23,9 +23,9 @@ from flows.candidate import build_candidate, ecosystem, sandbox_opener  # noqa: 
 from flows.providers import close_run  # noqa: E402
 from schemas.trace import Trace  # noqa: E402
 from schemas.verifier import Check  # noqa: E402
-from tasks.plan import plan_candidates  # noqa: E402
-from tasks.realize import LiveEnvironment, probe  # noqa: E402
-from tasks.validate import run_gate, run_solution  # noqa: E402
+from tasks.execute.realize import LiveEnvironment, probe  # noqa: E402
+from tasks.gate.gate import run_gate, run_solution  # noqa: E402
+from tasks.plan.planner import plan_candidates  # noqa: E402
 
 RUN = "bench-open-loop"
 

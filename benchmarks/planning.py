@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from environments.ecosystems import builtin_names, load_ecosystem  # noqa: E402
-from tasks.plan import candidate_seed, plan_candidates, plan_graph  # noqa: E402
+from tasks.plan.planner import candidate_seed, plan_candidates, plan_graph  # noqa: E402
 
 
 def rate(fn, n: int, repeat: int) -> float:

@@ -33,10 +33,10 @@ from environments.docker.config import DockerConfig  # noqa: E402
 from environments.ecosystems import Ecosystem, builtin_names, load_ecosystem  # noqa: E402
 from environments.registry import make_provider  # noqa: E402
 from environments.sandbox import Sandbox  # noqa: E402
-from tasks.failures import StageFailure  # noqa: E402
-from tasks.plan import plan_candidates  # noqa: E402
-from tasks.realize import realize  # noqa: E402
-from tasks.steps import run_step  # noqa: E402
+from tasks.core.failures import StageFailure  # noqa: E402
+from tasks.execute.realize import realize  # noqa: E402
+from tasks.execute.steps import run_step  # noqa: E402
+from tasks.plan.planner import plan_candidates  # noqa: E402
 from tests.support.probe_runs import probe_before  # noqa: E402
 
 IN_PROCESS = r'''

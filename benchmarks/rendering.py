@@ -20,9 +20,9 @@ from schemas.graph import WorkflowGraph
 from schemas.trace import Trace
 from schemas.verifier import Check
 from tasks.dataset.query import connect
-from tasks.instruct import context_text, render_instruction
-from tasks.preserve import check_items_preserved, check_preserved, required_literals
-from tasks.trajectories import render_trajectories
+from tasks.instruct.instruction import context_text, render_instruction
+from tasks.instruct.preserve import check_items_preserved, check_preserved, required_literals
+from tasks.trajectories.render import render_trajectories
 
 
 def load(data: Path) -> list[tuple]:

@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tasks.dataset.checksums import HASH_THREADS, sha256_of  # noqa: E402
-from tasks.dataset.manifest import Manifest, load_manifest, save_manifest  # noqa: E402
+from tasks.dataset.store.checksums import HASH_THREADS, sha256_of  # noqa: E402
+from tasks.dataset.store.manifest import Manifest, load_manifest, save_manifest  # noqa: E402
 
 
 def _scaled(data: Path, n: int, into: Path) -> Path:

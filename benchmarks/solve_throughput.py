@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 from harbor_tools import export, find_harbor, harbor_job  # noqa: E402
 
 from tasks.dataset import Dataset  # noqa: E402
-from tasks.harbor.source import load_rows  # noqa: E402
+from tasks.exports.harbor.source import load_rows  # noqa: E402
 from tests.support.openai_server import Behaviour, OpenAIServer  # noqa: E402
 from tests.support.scripted_agents import reference_calls, replay  # noqa: E402
 

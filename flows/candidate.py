@@ -21,10 +21,10 @@ from flows.infrastructure import CandidateErrored, errored
 from flows.providers import provider_for
 from schemas.graph import Candidate
 from schemas.records import AttemptStatus, InstructionStyle
+from tasks.core.llm import LLMClient, LLMConfig
 from tasks.dataset.provenance import generator_version
-from tasks.llm import LLMClient, LLMConfig
+from tasks.execute.realize import OpenSandbox
 from tasks.pipeline import PIPELINE, Outcome, Pipeline, attempt_row
-from tasks.realize import OpenSandbox
 from tasks.stages.context import CandidateContext
 
 

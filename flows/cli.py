@@ -81,7 +81,7 @@ def _validated(options: dict[str, str], **given: object):
 
 def _settings(args: argparse.Namespace):
     from tasks.dataset import Dataset
-    from tasks.dataset.paths import check_writable
+    from tasks.dataset.store.paths import check_writable
 
     settings = _validated(
         {}, tasks=args.tasks, seed=args.seed, data=args.data, backend=args.backend,
@@ -110,7 +110,7 @@ def _depth_weights(args: argparse.Namespace) -> dict[int, float] | None:
     """The ``--depth-weights`` given (None: the default), without the depths beyond
     ``--max-depth``."""
     from flows.settings import up_to_depth
-    from tasks.plan import DEFAULT_DEPTH_WEIGHTS, parse_depth_weights
+    from tasks.plan.planner import DEFAULT_DEPTH_WEIGHTS, parse_depth_weights
 
     try:
         weights = (parse_depth_weights(args.depth_weights) if args.depth_weights is not None
@@ -126,7 +126,7 @@ def _depth_weights(args: argparse.Namespace) -> dict[int, float] | None:
 
 
 def _kinds(args: argparse.Namespace) -> dict | None:
-    from tasks.mix import parse_kinds
+    from tasks.plan.mix import parse_kinds
 
     try:
         return parse_kinds(args.kinds) if args.kinds is not None else None
@@ -136,8 +136,8 @@ def _kinds(args: argparse.Namespace) -> dict | None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from tasks.dataset import Dataset
-    from tasks.dataset.folder import check_dataset
-    from tasks.dataset.lock import LOCK
+    from tasks.dataset.store.folder import check_dataset
+    from tasks.dataset.store.lock import LOCK
 
     _check_runner(args)
     check_dataset(args.data, missing_ok=True)  # a folder the factory did not make: refused
@@ -152,7 +152,7 @@ def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
          hold: contextlib.ExitStack) -> int:
     """The run, once its input is checked; ``hold`` keeps the dataset lock until it ends."""
     from environments.docker.config import docker_available
-    from tasks.dataset.errors import StorageError
+    from tasks.dataset.store.errors import StorageError
 
     backend = settings.backend
     if backend != "local" and not docker_available():
@@ -178,7 +178,7 @@ def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
     from flows.factory import plan_ahead, run_factory
     from flows.providers import close_run
     from tasks.dataset.provenance import new_run_id
-    from tasks.plan import PlanningError
+    from tasks.plan.planner import PlanningError
 
     resume = run_id is not None
     run_id = run_id or new_run_id()
@@ -257,8 +257,8 @@ def _check_runner(args: argparse.Namespace) -> None:
 
 def cmd_export_sft(args: argparse.Namespace) -> int:
     from tasks.dataset.dataset import readable
-    from tasks.sft import ExportError
-    from tasks.sft.export import Options, export_sft
+    from tasks.exports.sft import ExportError
+    from tasks.exports.sft.export import Options, export_sft
 
     options = Options(args.format, args.supervision, args.action_space, args.arguments,
                       args.reasoning_key, args.template_family, args.tokenizer, args.source,
@@ -276,8 +276,8 @@ def cmd_export_sft(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from environments.ecosystems.usercode import UserCodeError
-    from tasks.diversity import diversity, format_report
-    from tasks.plan import PlanningError, plan_candidates
+    from tasks.plan.diversity import diversity, format_report
+    from tasks.plan.planner import PlanningError, plan_candidates
 
     settings = _validated({"tasks": "--n"}, tasks=args.n, seed=args.seed,
                           ecosystems=[args.ecosystem], depth_weights=_depth_weights(args),
@@ -297,7 +297,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from tasks.dataset.folder import check_dataset
+    from tasks.dataset.store.folder import check_dataset
 
     check_dataset(args.data, missing_ok=True)
     settings = _settings(args)
@@ -411,7 +411,7 @@ def _export_parsers(sub: argparse._SubParsersAction) -> None:
                             "for trainers), harbor (task folders), preference (DPO pairs), "
                             "atif (trajectories in Harbor's trajectory format)")
     targets = export.add_subparsers(dest="target", required=True, parser_class=_Parser)
-    from tasks.sft.families import FAMILIES, REASONING_KEYS
+    from tasks.exports.sft.families import FAMILIES, REASONING_KEYS
 
     sft = targets.add_parser("sft", help="trajectories as JSONL for SFT trainers")
     sft.add_argument("--format", choices=["hf", "openai", "sharegpt"], default="hf",
@@ -487,7 +487,7 @@ def main(argv: list[str] | None = None) -> int:
     leave corrupt shards out (each was named on stderr with the repair command).  SIGTERM
     stops a command as Ctrl-C does: what it started is stopped, one line, exit 130."""
     from tasks.dataset import DatasetError
-    from tasks.dataset.checksums import take_excluded
+    from tasks.dataset.store.checksums import take_excluded
 
     take_excluded()
     with _terminate_as_interrupt():

@@ -1,5 +1,5 @@
 """``taskfactory export atif`` and ``taskfactory import atif``: parse, call
-:mod:`tasks.atif`, print.  Neither imports Prefect or Docker.
+:mod:`tasks.exports.atif`, print.  Neither imports Prefect or Docker.
 """
 
 from __future__ import annotations
@@ -49,10 +49,10 @@ def add_import_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_export_atif(args: argparse.Namespace) -> int:
-    from tasks.atif import AtifError
-    from tasks.atif.export import AtifOptions, export_atif
     from tasks.dataset.dataset import readable
-    from tasks.dataset.paths import check_writable
+    from tasks.dataset.store.paths import check_writable
+    from tasks.exports.atif import AtifError
+    from tasks.exports.atif.export import AtifOptions, export_atif
 
     options = AtifOptions(args.layout, args.rollouts, args.supervision, args.action_space,
                           args.where)
@@ -71,9 +71,9 @@ def cmd_export_atif(args: argparse.Namespace) -> int:
 
 
 def cmd_import_atif(args: argparse.Namespace) -> int:
-    from tasks.atif import AtifError
-    from tasks.atif.importer import import_atif
     from tasks.dataset.dataset import readable
+    from tasks.exports.atif import AtifError
+    from tasks.exports.atif.importer import import_atif
 
     try:
         with readable(args.data, keep=(AtifError,)):

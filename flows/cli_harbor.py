@@ -1,5 +1,5 @@
 """``taskfactory export harbor`` and ``taskfactory check-harbor``: parse, call
-:mod:`tasks.harbor`, print.
+:mod:`tasks.exports.harbor`, print.
 
 ``export harbor`` reads the dataset's accepted tasks (``--where`` filters them), renders
 and checks every folder, and only then writes each one in place; it imports neither
@@ -26,8 +26,8 @@ from flows.cli_types import add_trust_option, path, text
 from flows.usage import UsageError
 
 if TYPE_CHECKING:
-    from tasks.harbor.check import FolderReport
-    from tasks.harbor.source import ExportTask
+    from tasks.exports.harbor.check import FolderReport
+    from tasks.exports.harbor.source import ExportTask
 
 HARBOR_HINT = "harbor run -p {out} -a oracle (Harbor's docker environment needs `docker compose`)"
 
@@ -70,8 +70,8 @@ def _task_source_options(p: argparse.ArgumentParser) -> None:
 
 @contextlib.contextmanager
 def _bad_input() -> Iterator[None]:
-    """A :class:`tasks.harbor.HarborError` is the user's to fix: a one-line usage error."""
-    from tasks.harbor import HarborError
+    """A :class:`tasks.exports.harbor.HarborError` is the user's to fix: a one-line usage error."""
+    from tasks.exports.harbor import HarborError
 
     try:
         yield
@@ -81,10 +81,10 @@ def _bad_input() -> Iterator[None]:
 
 def export_harbor(args: argparse.Namespace) -> int:
     from tasks.dataset.dataset import readable
-    from tasks.dataset.paths import check_writable
-    from tasks.harbor import HarborError
-    from tasks.harbor.export import ExportOptions, check_target, render_folder, write_folder
-    from tasks.harbor.source import selected_tasks
+    from tasks.dataset.store.paths import check_writable
+    from tasks.exports.harbor import HarborError
+    from tasks.exports.harbor.export import ExportOptions, check_target, render_folder, write_folder
+    from tasks.exports.harbor.source import selected_tasks
 
     if args.memory_mb < 256:
         raise UsageError(f"--memory-mb: at least 256, got {args.memory_mb}")
@@ -109,7 +109,7 @@ def export_harbor(args: argparse.Namespace) -> int:
 
 
 def check_harbor(args: argparse.Namespace) -> int:
-    from tasks.harbor.source import folder_tasks, task_folders
+    from tasks.exports.harbor.source import folder_tasks, task_folders
 
     with _bad_input():
         work = folder_tasks(task_folders(args.folders), args.data, args.ecosystem_dir)
@@ -118,7 +118,7 @@ def check_harbor(args: argparse.Namespace) -> int:
 
 def _run_checks(work: list[tuple[ExportTask, Path]], workers: int, report: Path | None) -> int:
     """Check every (task, folder); print one line each and a summary."""
-    from tasks.harbor.check import CheckInterrupted, check_all
+    from tasks.exports.harbor.check import CheckInterrupted, check_all
 
     def swept(n: int) -> None:
         if n:

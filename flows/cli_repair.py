@@ -2,7 +2,7 @@
 folder and the only one that deletes from it.
 
 ``repair`` holds the dataset lock throughout.  It quarantines corrupt commits and rebuilds
-a missing or older manifest (:mod:`tasks.dataset.repair`, which imports neither Prefect
+a missing or older manifest (:mod:`tasks.dataset.store.repair`, which imports neither Prefect
 nor Docker), then re-runs the quarantined candidates of complete runs: a flow run of the
 owning run with its recorded settings, restricted to those candidates (only then are
 Prefect and the sandbox backend imported).  What is still to re-run is recorded in the
@@ -44,7 +44,7 @@ def add_repair_parsers(sub: argparse._SubParsersAction) -> None:
 
 def cmd_repair(args: argparse.Namespace) -> int:
     from tasks.dataset import Dataset
-    from tasks.dataset.repair import apply_repair, existing_shards, plan_repair, rerun_done
+    from tasks.dataset.store.repair import apply_repair, existing_shards, plan_repair, rerun_done
 
     dataset = Dataset.open(args.data)
     data = dataset.path
@@ -123,7 +123,7 @@ def _rerun(dataset: Dataset, run_id: str, ids: list[str]) -> None:
 
 def cmd_vacuum(args: argparse.Namespace) -> int:
     from tasks.dataset import Dataset
-    from tasks.dataset.vacuum import parse_duration, vacuum
+    from tasks.dataset.store.vacuum import parse_duration, vacuum
 
     try:
         seconds = parse_duration(args.older_than)

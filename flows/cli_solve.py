@@ -53,8 +53,8 @@ def add_preference_parser(targets: argparse._SubParsersAction) -> None:
 
 def cmd_export_preference(args: argparse.Namespace) -> int:
     from tasks.dataset.dataset import readable
-    from tasks.sft import ExportError
-    from tasks.sft.preference import export_preference
+    from tasks.exports.sft import ExportError
+    from tasks.exports.sft.preference import export_preference
 
     try:
         with readable(args.data, keep=(ExportError,)):
@@ -86,8 +86,8 @@ def _settings(args: argparse.Namespace):  # noqa: ANN202 (imported lazily)
 
 def cmd_solve(args: argparse.Namespace) -> int:
     from tasks.dataset import Dataset
-    from tasks.harbor import HarborError
-    from tasks.harbor.source import selected_tasks
+    from tasks.exports.harbor import HarborError
+    from tasks.exports.harbor.source import selected_tasks
 
     Dataset.open(args.data).manifest()
     settings = _settings(args)

@@ -55,12 +55,12 @@ from schemas.graph import Candidate
 from schemas.records import InstructionStyle
 from tasks.dataset import Dataset, DatasetError
 from tasks.dataset.dedup import DedupIndex
-from tasks.dataset.paths import real_folder
 from tasks.dataset.provenance import RunIdentity, config_hash, llm_identity, new_run_id
 from tasks.dataset.run_writer import RunWriter
 from tasks.dataset.runs import RunTally
+from tasks.dataset.store.paths import real_folder
 from tasks.pipeline import Outcome
-from tasks.plan import iter_candidates
+from tasks.plan.planner import iter_candidates
 
 WINDOW_PER_WORKER = 4
 RESULTS = ".results"

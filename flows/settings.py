@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from environments.ecosystems import builtin_names, load_ecosystem
 from schemas.graph import TaskKind
-from tasks.mix import DEFAULT_KINDS, OFF_SCENARIO_SHARE, weights_problem
-from tasks.plan import DEFAULT_DEPTH_WEIGHTS, DEPTHS
+from tasks.plan.mix import DEFAULT_KINDS, OFF_SCENARIO_SHARE, weights_problem
+from tasks.plan.planner import DEFAULT_DEPTH_WEIGHTS, DEPTHS
 
 
 class Backend(StrEnum):

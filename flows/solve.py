@@ -6,7 +6,7 @@ task run (:func:`solve_attempt`), ``workers`` at a time on a thread pool; each r
 committed through the dataset's shard writer as soon as its attempt ends, under the
 dataset's writer lock, so a killed solve loses only the attempts in flight and a second
 solve with the same ``--k`` adds exactly those.  The endpoint is called through the
-project's client (:class:`tasks.llm.LLMClient`: retries, breaker, token budget; no cache)
+project's client (:class:`tasks.core.llm.LLMClient`: retries, breaker, token budget; no cache)
 and every request waits for the server-wide ``llm`` limit when one exists
 (:func:`flows.limits.llm_request`).  An attempt that the infrastructure fails (the engine,
 a sandbox) is not written: a later solve runs it again.  At start, the sandboxes of dead
@@ -35,14 +35,14 @@ from flows.limits import llm_request
 from flows.parameters import effective_settings
 from flows.solve_settings import SolveSettings
 from schemas.records import RolloutRow
+from tasks.core.failures import StageFailure
+from tasks.core.llm import LLMClient, LLMConfig
 from tasks.dataset import Dataset
 from tasks.dataset.provenance import RunIdentity, new_run_id
-from tasks.dataset.writer import ShardWriter
-from tasks.failures import StageFailure
-from tasks.harbor.source import ExportTask, selected_tasks
-from tasks.llm import LLMClient, LLMConfig
-from tasks.rebuild import fresh_environments
-from tasks.rollouts import run_attempt
+from tasks.dataset.store.writer import ShardWriter
+from tasks.exports.harbor.rebuild import fresh_environments
+from tasks.exports.harbor.source import ExportTask, selected_tasks
+from tasks.rollouts.rollout import run_attempt
 
 API_KEY_VARIABLES = ("TASKFACTORY_LLM_API_KEY", "OPENAI_API_KEY")
 
@@ -91,7 +91,7 @@ def reap_dead_runs(run_id: str) -> int:
 @task(name="solve-attempt", cache_policy=NO_CACHE)
 def solve_attempt(exported: ExportTask, settings: SolveSettings, client: LLMClient,
                   attempt: int, run_id: str) -> RolloutRow:
-    """One attempt in a fresh sandbox (:func:`tasks.rollouts.run_attempt`)."""
+    """One attempt in a fresh sandbox (:func:`tasks.rollouts.rollout.run_attempt`)."""
     with fresh_environments(exported, f"{run_id}-{exported.row.task_id[:8]}-{attempt}") as box:
         return run_attempt(box, exported, client, settings.action_space, settings.limits,
                            attempt, settings.k, run_id, settings.sampling)

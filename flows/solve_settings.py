@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tasks.agent_loop import Limits
+from tasks.rollouts.agent_loop import Limits
 
 
 class SolveSettings(BaseModel):

@@ -185,7 +185,7 @@ class ToolSpec(_Strict):
     ``sqlite3`` module instead of the CLI, plumbing instead of porcelain, urllib instead of
     curl.  A read tool's alternative prints the same value, a write tool's makes the same
     change.  The gate's alternative control runs the solution with them
-    (``tasks/alternative.py``) and requires it to pass."""
+    (``tasks/gate/alternative.py``) and requires it to pass."""
 
     @field_validator("params")
     @classmethod
@@ -289,12 +289,12 @@ class ProbeSection(_Strict):
     promise that existing things stay as they are."""
     distinct: bool = False
     """An entry a step writes here must differ (under ``compare``) from the step's inputs and
-    from the task's other outputs: a copy of what exists is no work (``tasks/purpose.py``).
+    from the task's other outputs: a copy of what exists is no work (``tasks/execute/purpose.py``).
     Leave it off where an equal entry is the point (a branch made at another's commit)."""
     vandal: list[str] = Field(default_factory=list)
     """Commands (jinja2, ``{{ key }}`` is the entry's key, shell-quoted) that each make one
     change the probe sees to an existing entry: delete it, append to it, or alter it.  The
-    gate's vandal control runs one after the reference solution (``tasks/vandal.py``)."""
+    gate's vandal control runs one after the reference solution (``tasks/gate/vandal.py``)."""
     shared: bool = False
     """Shared state (a service's records, the shop's tables, a repository's branches and
     tags): an entry a task did not ask for may not be added, and the verifier fails one
@@ -302,7 +302,7 @@ class ProbeSection(_Strict):
     own business (work files)."""
     extra: list[str] = Field(default_factory=list)
     """For a shared section: commands that each add one entry nobody asked for (the gate's
-    near-miss control runs one after the reference solution, ``tasks/near_miss.py``)."""
+    near-miss control runs one after the reference solution, ``tasks/gate/near_miss.py``)."""
 
     @model_validator(mode="after")
     def _shared_has_extra(self) -> ProbeSection:
@@ -467,7 +467,7 @@ class EcosystemSpec(_Strict):
     shortcuts: str | None = Field(None, pattern=r"^[A-Za-z0-9_]+\.py$")
     """Module with ``empty(key, expected)`` and ``fill(key, expected, literals)``: shell
     commands that fake an output of a non-file probe section, for the gate's shortcut
-    controls (see tasks/shortcuts.py)."""
+    controls (see tasks/gate/shortcuts.py)."""
     probe: ProbeRef | list[ProbeRef] = Field(
         description="stdlib probe script, or the parts one is made of, in order")
     """A part is a ``.py`` file of the folder, ``@<built-in>`` (that ecosystem's whole

@@ -12,7 +12,8 @@ Shape = Literal["chain", "fan_out", "fan_in", "diamond"]
 TaskKind = Literal["build", "fix", "reconstruct"]
 """``build``: new artifacts from a healthy seeded state; ``fix``: the state starts with a
 planted fault that the task repairs (then may build on); ``reconstruct``: the task is to
-write the program behind the graph, judged on hidden initial states (``tasks/cases.py``)."""
+write the program behind the graph, judged on hidden initial states
+(``tasks/reconstruct/cases.py``)."""
 TASK_KINDS: tuple[TaskKind, ...] = ("build", "fix", "reconstruct")
 
 

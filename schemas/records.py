@@ -35,7 +35,7 @@ Supervision = Literal["masked", "full", "actobs"]
 ActionSpace = Literal["function", "terminal"]
 InstructionStyle = Literal["goal", "spec", "step"]
 """``goal``: the deliverables only (the default); ``spec``: every checked output, with every
-literal; ``step``: the spec items as ordered steps (see ``tasks/instruct.py``)."""
+literal; ``step``: the spec items as ordered steps (see ``tasks/instruct/instruction.py``)."""
 StageName = Literal["sandbox", "realize", "execute", "cases", "verify", "describe", "draft",
                     "validate", "instruct", "trajectories", "accepted", "dedup"]
 """Where a candidate stopped (``attempts.stage``, ``StageFailure.stage``).  The pipeline's
@@ -91,7 +91,7 @@ class _Row(BaseModel):
 
     schema_version: int = SCHEMA_VERSION
     provenance: Provenance | None = None
-    """Required in the dataset: :class:`tasks.dataset.writer.ShardWriter` refuses rows
+    """Required in the dataset: :class:`tasks.dataset.store.writer.ShardWriter` refuses rows
     without it."""
 
 

@@ -46,7 +46,7 @@ class StepTrace(BaseModel):
     """What the agent inspects before this step, first use only (run before the step)."""
     digest: str | None = None
     """For a write step, the digest of the entry it wrote, under its section's compare mode
-    (``tasks/purpose.py``); None for reads and for outputs no probe section holds."""
+    (``tasks/execute/purpose.py``); None for reads and for outputs no probe section holds."""
 
 
 RepairKind = Literal["provide_file", "provide_dir", "add_package", "rebind", "substitute",

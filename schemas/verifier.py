@@ -16,7 +16,7 @@ class Check(BaseModel):
       other text exactly after trimming surrounding whitespace);
     - ``unchanged``: every seeded entry of probe section ``section`` that the task does not
       change is still there and equal under ``compare``: ``expected`` maps each entry's key
-      to its digest (:func:`tasks.comparisons.digest`); ``key`` is the section's name;
+      to its digest (:func:`tasks.verify.comparisons.digest`); ``key`` is the section's name;
     - ``only``: a shared probe section holds no entry but those of ``expected`` (the seeded
       ones and those the task asks for): nothing nobody asked for was added; ``key`` is
       the section's name.
@@ -39,7 +39,7 @@ GUARDS = ("unchanged", "only")
 
 
 class GateResult(BaseModel):
-    """Verifier outcomes of the gate's controls (see tasks/validate.py).
+    """Verifier outcomes of the gate's controls (see tasks/gate/gate.py).
 
     ``baseline``: the untouched environment, which is also what the nop shortcut leaves;
     ``reference``: after ``solve.sh``; ``empty``: every expected output created empty;
@@ -48,9 +48,9 @@ class GateResult(BaseModel):
     ``literal_trials`` answer texts.  Accepted tasks have baseline 0, reference 1 and
     every shortcut below 1.  ``open_loop``: measured, never a rejection — the reference
     solution with every argument the instruction does not write replaced by a wrong value
-    (``tasks/open_loop.py``); 0 when the task needs something observed.  ``vandal``: the
+    (``tasks/gate/open_loop.py``); 0 when the task needs something observed.  ``vandal``: the
     reference solution plus one change to a seeded entry the task leaves alone
-    (``tasks/vandal.py``); accepted tasks score 0, None where no section can be vandalized.
+    (``tasks/gate/vandal.py``); accepted tasks score 0, None where no section can be vandalized.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -78,17 +78,17 @@ class GateResult(BaseModel):
     accepted tasks score 0; None on other kinds."""
     hardcoded_reward: float | None = None
     """A reconstruct task's reference program with each choice replaced by the entry it
-    found in the first public example (``tasks/choices.py``): accepted tasks score 0;
+    found in the first public example (``tasks/reconstruct/choices.py``): accepted tasks score 0;
     None on other kinds and where the program makes no choice."""
     alternative_reward: float | None = None
-    """The solution with each step's alternative command (``tasks/alternative.py``):
+    """The solution with each step's alternative command (``tasks/gate/alternative.py``):
     accepted tasks score 1; None where no step's tool has an alternative."""
     near_miss_reward: float | None = None
     """The reference solution, then changes that each break one promise of the instruction
-    (``tasks/near_miss.py``): accepted tasks score 0, and fail the check of each; None where
+    (``tasks/gate/near_miss.py``): accepted tasks score 0, and fail the check of each; None where
     the control does not apply and on tasks gated before it existed."""
     hostile_reward: float | None = None
-    """An agent that only attacks the verifier (``tasks/attacks.py``): accepted tasks
+    """An agent that only attacks the verifier (``tasks/gate/attacks.py``): accepted tasks
     score 0; None where the control does not run (a backend with one user, on which the
     verifier cannot keep its reward from the agent) and on tasks gated before it existed."""
 

@@ -5,7 +5,7 @@
 For ``tasks``, ``trajectories``, ``steps`` and ``attempts``, every column is compared
 except those that record when, where and by which build a row was written: ``provenance``,
 ``run_id``, ``created_at``, ``generator_version``, the attempt's phase timings and the
-steps' and traces' durations.  Text is compared after :func:`tasks.normalize.normalize`
+steps' and traces' durations.  Text is compared after :func:`tasks.execute.normalize.normalize`
 (what the gate's determinism replay masks) and with commit ids and git dates masked: a
 git tool's commit gets the wall-clock time, so its id differs between runs.  Rows are
 matched by their key (task id, trajectory id, task id + step position, candidate id).
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tasks.dataset.query import connect  # noqa: E402
-from tasks.normalize import normalize  # noqa: E402
+from tasks.execute.normalize import normalize  # noqa: E402
 
 KEYS = {"tasks": ("task_id",), "trajectories": ("trajectory_id",),
         "steps": ("task_id", "position"), "attempts": ("candidate_id",)}

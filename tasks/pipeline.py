@@ -9,7 +9,7 @@ factory's stage order, the only one.  Adding a stage is one module under ``tasks
 one entry in :data:`PIPELINE` and its name in ``StageName`` (the attempts record it).
 
 :meth:`Pipeline.run` is the loop: it runs each stage, times it, and turns a
-:class:`tasks.failures.StageFailure` into a rejected attempt naming the failure's stage and
+:class:`tasks.core.failures.StageFailure` into a rejected attempt naming the failure's stage and
 reason.  Any other exception propagates with ``ctx.stage`` naming the stage that was
 running (the wiring tells infrastructure failures apart from there).  However a candidate
 ends, the loop closes the sandboxes the context holds.
@@ -26,7 +26,7 @@ from typing import get_args
 from schemas.graph import Candidate, WorkflowGraph
 from schemas.records import AttemptRow, AttemptStatus, StageName, TaskRow, TrajectoryRow
 from schemas.trace import Trace
-from tasks.failures import StageFailure
+from tasks.core.failures import StageFailure
 from tasks.stages.cases import Cases
 from tasks.stages.context import FIELDS, INPUTS, PHASES, CandidateContext, Phase, Stage
 from tasks.stages.describe import Describe

@@ -113,7 +113,7 @@ def fixture_ecosystems_trusted_without_docker() -> Iterator[None]:
 # ==== end docker availability =============================================================
 
 
-# ==== an SFT dataset (owner: tasks/sft exports) ===========================================
+# ==== an SFT dataset (owner: tasks/exports/sft exports) ===========================================
 # Candidates of three built-in ecosystems run in local sandboxes and committed the way the
 # factory commits them; built once per session for the SFT export test modules.
 
@@ -123,7 +123,7 @@ def sft_data(tmp_path_factory: pytest.TempPathFactory):
     from environments.local.config import LocalConfig
     from flows.candidate import build_candidate, ecosystem
     from flows.providers import close_run
-    from tasks.plan import plan_candidates
+    from tasks.plan.planner import plan_candidates
     from tests.support.dataset import write_outcomes
 
     run_id = f"itest-sft-export-{os.getpid()}"  # one per test process (pytest-xdist)
@@ -140,7 +140,7 @@ def sft_data(tmp_path_factory: pytest.TempPathFactory):
 # ==== end SFT dataset =====================================================================
 
 
-# ==== Harbor, the reference implementation (owner: tasks/atif) ============================
+# ==== Harbor, the reference implementation (owner: tasks/exports/atif) ============================
 # Harbor's own code checks what the ATIF export writes: a Python 3.12 venv with the
 # ``harbor`` package, made once and cached (tests/support/harbor_venv.py).  When it cannot
 # be made the tests that need it are skipped with a loud reason -- unless

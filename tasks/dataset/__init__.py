@@ -17,7 +17,7 @@ Nothing here imports Prefect, Docker or ``flows/``.
 """
 
 from tasks.dataset.dataset import Dataset
-from tasks.dataset.manifest import DatasetError
 from tasks.dataset.query import QueryError, ReadOnlyError
+from tasks.dataset.store.manifest import DatasetError
 
 __all__ = ["Dataset", "DatasetError", "QueryError", "ReadOnlyError"]

@@ -19,11 +19,7 @@ from pydantic import ValidationError
 
 from schemas.records import TaskRow
 from tasks.dataset.dedup import DedupIndex
-from tasks.dataset.errors import first_line
-from tasks.dataset.folder import check_dataset
 from tasks.dataset.interrupts import keyboard_interrupts
-from tasks.dataset.lock import dataset_lock, holds, open_for_writing
-from tasks.dataset.manifest import DatasetError, Manifest, load_manifest
 from tasks.dataset.provenance import RunIdentity
 from tasks.dataset.query import (
     QueryError,
@@ -37,9 +33,13 @@ from tasks.dataset.query import (
 )
 from tasks.dataset.run_writer import RunWriter, writing_run
 from tasks.dataset.runs import resumable
+from tasks.dataset.store.errors import first_line
+from tasks.dataset.store.folder import check_dataset
+from tasks.dataset.store.lock import dataset_lock, holds, open_for_writing
+from tasks.dataset.store.manifest import DatasetError, Manifest, load_manifest
 
 if TYPE_CHECKING:
-    from tasks.dataset.stats_instructions import InstructionStats
+    from tasks.dataset.report.instructions import InstructionStats
 
 FLAT_MEMORY: dict[str, str | int] = {"threads": 1, "memory_limit": "256MB"}
 """DuckDB settings for reading the whole dataset with a peak flat in its size (the report
@@ -80,7 +80,7 @@ class Dataset:
     @classmethod
     def open(cls, path: Path, warn: Warn = warn_on_stderr) -> Dataset:
         """An existing dataset folder; DatasetError naming the fix when there is none or
-        the folder is not a dataset (:func:`tasks.dataset.folder.check_dataset`)."""
+        the folder is not a dataset (:func:`tasks.dataset.store.folder.check_dataset`)."""
         check_dataset(path)
         return cls(path, warn)
 
@@ -141,15 +141,15 @@ class Dataset:
                                "taskfactory; regenerate it") from None
 
     def report(self) -> str:
-        """The ``taskfactory stats`` markdown report (:mod:`tasks.dataset.stats`)."""
-        from tasks.dataset.stats import report
+        """The ``taskfactory stats`` markdown report (:mod:`tasks.dataset.report.stats`)."""
+        from tasks.dataset.report.stats import report
 
         with readable(self.path), contextlib.closing(self.connect(FLAT_MEMORY)) as con:
             return report(con)
 
     def instruction_stats(self) -> InstructionStats:
-        """Instruction diversity and audit figures (:mod:`tasks.dataset.stats_instructions`)."""
-        from tasks.dataset.stats_instructions import instruction_stats
+        """Instruction diversity and audit figures (:mod:`tasks.dataset.report.instructions`)."""
+        from tasks.dataset.report.instructions import instruction_stats
 
         with readable(self.path), contextlib.closing(self.connect(FLAT_MEMORY)) as con:
             return instruction_stats(con)
@@ -157,8 +157,8 @@ class Dataset:
     def write_card(self) -> tuple[Path, str]:
         """Rewrite the dataset card (``README.md`` and ``plots/``); returns its path and the
         report it holds.  The caller holds the writer lock."""
-        from tasks.dataset.card import write_card
-        from tasks.dataset.stats import report
+        from tasks.dataset.report.card import write_card
+        from tasks.dataset.report.stats import report
 
         with keyboard_interrupts(), readable(self.path), \
                 contextlib.closing(self.connect(FLAT_MEMORY)) as con:
@@ -175,7 +175,7 @@ class Dataset:
     # ---- writing --------------------------------------------------------------------
 
     def lock(self, lend: bool = False) -> contextlib.AbstractContextManager[None]:
-        """Hold the writer lock (:func:`tasks.dataset.lock.dataset_lock`); ``lend``: one
+        """Hold the writer lock (:func:`tasks.dataset.store.lock.dataset_lock`); ``lend``: one
         nested holder in this process (the flow a command starts) may enter."""
         return dataset_lock(self.path, lend=lend)
 
@@ -185,7 +185,7 @@ class Dataset:
 
     def writable(self) -> contextlib.AbstractContextManager[Manifest]:
         """The manifest, with the lock held and every writer's checks passed
-        (:func:`tasks.dataset.lock.open_for_writing`)."""
+        (:func:`tasks.dataset.store.lock.open_for_writing`)."""
         return open_for_writing(self.path, warn=self.warn)
 
     def run(self, identity: RunIdentity, settings: dict, images: Mapping[str, str | None],

@@ -62,7 +62,7 @@ def template_hash(folder: Path = TEMPLATES) -> str:
 
 def llm_identity(env: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
     """(model, JSON of sampling parameters) of the configured LLM, or (None, None)."""
-    from tasks.llm import LLMConfig
+    from tasks.core.llm import LLMConfig
 
     config = LLMConfig.from_env() if env is None else LLMConfig.from_env(env)
     if config is None:

@@ -1,7 +1,7 @@
 """Read a dataset with DuckDB: one view per table over its verified Parquet shards.
 
 The connection is a sandbox for user SQL.  Before a view is built every listed shard's
-sha256 is checked (:mod:`tasks.dataset.checksums`); the connection can then read exactly the
+sha256 is checked (:mod:`tasks.dataset.store.checksums`); the connection can then read exactly the
 intact listed shards and nothing else (``enable_external_access`` off, ``allowed_paths``
 the shards, extensions neither installed nor loaded, Python objects not scanned) and its
 configuration is locked, so no statement can write a file, read one outside the dataset,
@@ -22,12 +22,12 @@ import pyarrow as pa
 
 from schemas.arrow import arrow_schema
 from schemas.records import TABLES
-from tasks.dataset.checksums import note_excluded, problems
-from tasks.dataset.commits import accounting_problem
 from tasks.dataset.difficulty import VIEW_SQL as DIFFICULTY_VIEW
-from tasks.dataset.folder import check_dataset
-from tasks.dataset.manifest import MANIFEST, REPAIR_HINT, DatasetError, load_manifest
 from tasks.dataset.query_bounds import scratch_dir
+from tasks.dataset.store.checksums import note_excluded, problems
+from tasks.dataset.store.commits import accounting_problem
+from tasks.dataset.store.folder import check_dataset
+from tasks.dataset.store.manifest import MANIFEST, REPAIR_HINT, DatasetError, load_manifest
 
 Warn = Callable[[str], object]
 SANDBOX = {"autoinstall_known_extensions": False, "autoload_known_extensions": False,
@@ -58,10 +58,11 @@ def connect(data_dir: Path, warn: Warn = warn_on_stderr,
     the folder is recorded as excluded.  Besides the tables, the ``difficulty`` view
     (:mod:`tasks.dataset.difficulty`).  A listed shard that is missing, has the wrong size
     or the wrong sha256 is left out, with one ``warn`` line naming its path and the repair
-    command, and recorded (:func:`tasks.dataset.checksums.take_excluded`); the views answer from
+    command, and recorded (:func:`tasks.dataset.store.checksums.take_excluded`); the views answer
+    from
     the intact shards.  Every view has the current schema's columns: shards of older
     schema versions read as NULL where a column is new.  Raises
-    :class:`tasks.dataset.manifest.DatasetError` for an unreadable manifest or a newer schema.
+    :class:`tasks.dataset.store.manifest.DatasetError` for an unreadable manifest or a newer schema.
     """
     check_dataset(data_dir, missing_ok=True)
     manifest = load_manifest(data_dir)

@@ -4,7 +4,7 @@
 
 1. **open**: takes the writer lock (or the one the caller lent), refuses a folder whose
    manifest cannot account for its shards or that holds a corrupt shard
-   (:func:`tasks.dataset.lock.open_for_writing`), then reads what the dataset holds:
+   (:func:`tasks.dataset.store.lock.open_for_writing`), then reads what the dataset holds:
    :attr:`RunWriter.held` (candidates settled under the run's config hash, which the run
    skips) and every task into the dedup index, in commit order;
 2. :meth:`RunWriter.begin`: the run is recorded ``running`` in the manifest (a resume is
@@ -39,18 +39,7 @@ from pathlib import Path
 
 from schemas.records import RunRow
 from tasks.dataset.dedup import DedupIndex
-from tasks.dataset.folder import RESERVE
 from tasks.dataset.interrupts import keyboard_interrupts
-from tasks.dataset.lock import open_for_writing
-from tasks.dataset.manifest import (
-    MANIFEST,
-    DatasetError,
-    Manifest,
-    RunEntry,
-    load_manifest,
-    save_manifest,
-)
-from tasks.dataset.paths import create
 from tasks.dataset.provenance import RunIdentity, generator_version
 from tasks.dataset.query import Warn, connect
 from tasks.dataset.recorder import Outcome, Recorder
@@ -62,7 +51,18 @@ from tasks.dataset.runs import (
     tally,
     unless_recorded,
 )
-from tasks.dataset.writer import ShardWriter
+from tasks.dataset.store.folder import RESERVE
+from tasks.dataset.store.lock import open_for_writing
+from tasks.dataset.store.manifest import (
+    MANIFEST,
+    DatasetError,
+    Manifest,
+    RunEntry,
+    load_manifest,
+    save_manifest,
+)
+from tasks.dataset.store.paths import create
+from tasks.dataset.store.writer import ShardWriter
 
 REASON_CHARS = 500
 RESERVE_BYTES = 256 << 10

@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 import duckdb
 from pydantic import BaseModel
 
-from tasks.dataset.manifest import DatasetError, Manifest, RunEntry
+from tasks.dataset.store.manifest import DatasetError, Manifest, RunEntry
 
 SETTLED_ATTEMPTS = """(select * from attempts qualify status <> 'errored' or created_at =
     max(created_at) over (partition by candidate_id, provenance.config_hash))"""

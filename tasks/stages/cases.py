@@ -1,11 +1,12 @@
-"""Stage ``cases``: a reconstruct candidate's cases (:mod:`tasks.cases`); nothing for the
+"""Stage ``cases``: a reconstruct candidate's cases (:mod:`tasks.reconstruct.cases`); nothing for
+the
 other kinds."""
 
 from __future__ import annotations
 
 from schemas.records import StageName
-from tasks.cases import run_cases
-from tasks.program import reference_program
+from tasks.reconstruct.cases import run_cases
+from tasks.reconstruct.program import reference_program
 from tasks.stages.context import CandidateContext, Phase
 
 

@@ -3,7 +3,7 @@
 A stage has a ``name`` (:data:`schemas.records.StageName`), a ``phase`` (the attempt's
 timing column its time counts into), the context fields it ``needs`` and ``gives``, and
 ``run(ctx)``, which reads the fields it needs, sets those it gives, and raises
-:class:`tasks.failures.StageFailure` to reject the candidate.
+:class:`tasks.core.failures.StageFailure` to reject the candidate.
 
 The fields set by the constructor are the pipeline's inputs (the wiring in ``flows/``
 supplies them); every other field is unset until a stage gives it (reading it earlier
@@ -28,12 +28,12 @@ from schemas.graph import Candidate, WorkflowGraph
 from schemas.records import InstructionStyle, StageName, TaskRow, TrajectoryRow
 from schemas.trace import Trace
 from schemas.verifier import Check, GateResult
-from tasks.cases import Case
-from tasks.describe import Description
-from tasks.instruct import Instruction
-from tasks.llm import LLMClient
-from tasks.preserve import Required
-from tasks.realize import LiveEnvironment, OpenSandbox
+from tasks.core.llm import LLMClient
+from tasks.execute.realize import LiveEnvironment, OpenSandbox
+from tasks.instruct.describe import Description
+from tasks.instruct.instruction import Instruction
+from tasks.instruct.preserve import Required
+from tasks.reconstruct.cases import Case
 
 Phase = Literal["sandbox_s", "execute_s", "gate_s", "render_s"]
 """The attempt's timing columns a stage's time counts into."""
@@ -71,7 +71,8 @@ class CandidateContext:
     """The live environment of execution (the gate may realize a fresh one of its own)."""
     trace: Trace = field(init=False)
     cases: list[Case] | None = field(init=False)
-    """A reconstruct task's cases, public first (:mod:`tasks.cases`); None on other kinds."""
+    """A reconstruct task's cases, public first (:mod:`tasks.reconstruct.cases`); None on other
+    kinds."""
     before: dict = field(init=False)
     """The probe state the trace started from (the seed plus the repairs' additions)."""
     after: dict = field(init=False)

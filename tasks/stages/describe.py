@@ -1,12 +1,12 @@
 """Stage ``describe``: in the goal style, seeded entries the trace names by a literal (an
 id, a hash, a row key) are described instead, where a describer's command, run in the
-initial state, resolves its description to exactly that literal (:mod:`tasks.describe`).
+initial state, resolves its description to exactly that literal (:mod:`tasks.instruct.describe`).
 The trace gains the resolving calls, so trajectories show them."""
 
 from __future__ import annotations
 
 from schemas.records import StageName
-from tasks.describe import describe, with_resolutions
+from tasks.instruct.describe import describe, with_resolutions
 from tasks.stages.context import CandidateContext, Phase
 
 

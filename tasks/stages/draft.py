@@ -4,15 +4,15 @@ literals control reads it)."""
 from __future__ import annotations
 
 from schemas.records import StageName
-from tasks.instruct import render_instruction
-from tasks.instruct_reconstruct import reconstruct_draft
+from tasks.instruct.instruction import render_instruction
+from tasks.reconstruct.instruction import reconstruct_draft
 from tasks.stages.context import CandidateContext, Phase
 
 
 class Draft:
     """Goal, spec or step style; the same seed gives the same text.  A reconstruct task's
     is the spec style's, stated as a rule, in the program's interface and examples
-    (:func:`tasks.instruct_reconstruct.reconstruct_draft`)."""
+    (:func:`tasks.reconstruct.instruction.reconstruct_draft`)."""
 
     name: StageName = "draft"
     phase: Phase = "render_s"

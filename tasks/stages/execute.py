@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from schemas.records import StageName
-from tasks.execute import execute_graph
-from tasks.realize import probe
-from tasks.repair import Repairer
-from tasks.repair_llm import propose_repair
+from tasks.execute.realize import probe
+from tasks.execute.repair import Repairer
+from tasks.execute.repair_llm import propose_repair
+from tasks.execute.run_graph import execute_graph
 from tasks.stages.context import CandidateContext, Phase
 
 

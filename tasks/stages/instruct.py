@@ -5,11 +5,11 @@ task's answer; with an LLM, its paraphrase replaces it when the paraphrase holds
 from __future__ import annotations
 
 from schemas.records import StageName
-from tasks.instruct import context_text
-from tasks.instruct_reconstruct import stated
-from tasks.leaks import check_not_leaked, determined
-from tasks.paraphrase import paraphrase_instruction
-from tasks.preserve import check_items_preserved, check_preserved, required_literals
+from tasks.instruct.instruction import context_text
+from tasks.instruct.paraphrase import paraphrase_instruction
+from tasks.instruct.preserve import check_items_preserved, check_preserved, required_literals
+from tasks.reconstruct.instruction import stated
+from tasks.rules.leaks import check_not_leaked, determined
 from tasks.stages.context import CandidateContext, Phase
 
 

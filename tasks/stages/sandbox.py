@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from schemas.records import StageName
-from tasks.realize import LiveEnvironment
+from tasks.execute.realize import LiveEnvironment
 from tasks.stages.context import CandidateContext, Phase
 
 

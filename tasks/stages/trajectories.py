@@ -10,12 +10,12 @@ from datetime import UTC, datetime
 from environments.ecosystems import Ecosystem
 from schemas.graph import WorkflowGraph
 from schemas.records import StageName, TaskRow
-from tasks.program import reference_program
-from tasks.realize import env_digest, state_digest
-from tasks.reasoning import LLMReasoner
-from tasks.reconstruct_trajectories import render_reconstruct_trajectories
+from tasks.execute.realize import env_digest, state_digest
+from tasks.reconstruct.program import reference_program
+from tasks.reconstruct.trajectories import render_reconstruct_trajectories
 from tasks.stages.context import CandidateContext, Phase
-from tasks.trajectories import render_trajectories
+from tasks.trajectories.reasoning import LLMReasoner
+from tasks.trajectories.render import render_trajectories
 
 
 def task_id_for(eco: Ecosystem, digest: str, graph: WorkflowGraph, instruction: str,
@@ -29,7 +29,7 @@ def task_id_for(eco: Ecosystem, digest: str, graph: WorkflowGraph, instruction: 
 class Trajectories:
     """With an LLM, its reasoning is kept where it passes the template's checks.  A
     reconstruct task's trajectories are the agent's work on the examples (inspecting them,
-    writing and testing the program: :mod:`tasks.reconstruct_trajectories`), run in a
+    writing and testing the program: :mod:`tasks.reconstruct.trajectories`), run in a
     fresh sandbox of the ecosystem, closed when they are rendered."""
 
     name: StageName = "trajectories"

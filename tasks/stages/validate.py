@@ -1,13 +1,13 @@
-"""Stage ``validate``: the gate (:func:`tasks.validate.run_gate`), then the sandboxes close."""
+"""Stage ``validate``: the gate (:func:`tasks.gate.gate.run_gate`), then the sandboxes close."""
 
 from __future__ import annotations
 
 from schemas.records import StageName
-from tasks.failures import StageFailure
-from tasks.program import program_trace
-from tasks.realize import LiveEnvironment
+from tasks.core.failures import StageFailure
+from tasks.execute.realize import LiveEnvironment
+from tasks.gate.gate import run_gate, run_reconstruct_gate
+from tasks.reconstruct.program import program_trace
 from tasks.stages.context import CandidateContext, Phase
-from tasks.validate import run_gate, run_reconstruct_gate
 
 
 class Validate:
@@ -16,7 +16,7 @@ class Validate:
     state the trace started from.  Every sandbox is closed before the later stages, which
     may wait for an LLM.  A run that requires observation rejects a task the open-loop
     control solves.  A reconstruct task is gated in its execution sandbox, laid out as the
-    agent's workspace (:func:`tasks.validate.run_reconstruct_gate`)."""
+    agent's workspace (:func:`tasks.gate.gate.run_reconstruct_gate`)."""
 
     name: StageName = "validate"
     phase: Phase = "gate_s"

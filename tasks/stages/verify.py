@@ -2,17 +2,17 @@
 reconstruct task: the verifier of its hidden cases and the installer of its program).
 
 In the goal style the checks of intermediate results are dropped
-(:func:`tasks.deliverables.goal_checks`): the instruction does not name them."""
+(:func:`tasks.rules.deliverables.goal_checks`): the instruction does not name them."""
 
 from __future__ import annotations
 
 from schemas.records import StageName
-from tasks.cases import PROGRAM_TIMEOUT_S, Case
-from tasks.commands import solution_script
-from tasks.deliverables import goal_checks
-from tasks.program import PROGRAM, installer, reference_program
+from tasks.core.commands import solution_script
+from tasks.reconstruct.cases import PROGRAM_TIMEOUT_S, Case
+from tasks.reconstruct.program import PROGRAM, installer, reference_program
+from tasks.rules.deliverables import goal_checks
 from tasks.stages.context import CandidateContext, Phase
-from tasks.verify import derive_checks, render_reconstruct_verifier, render_verifier
+from tasks.verify.verifier import derive_checks, render_reconstruct_verifier, render_verifier
 
 
 class Verify:

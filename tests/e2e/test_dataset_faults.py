@@ -16,8 +16,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tasks.dataset.commits import QUARANTINE
-from tasks.dataset.manifest import MANIFEST, load_manifest
+from tasks.dataset.store.commits import QUARANTINE
+from tasks.dataset.store.manifest import MANIFEST, load_manifest
 from tests.support.fault_dataset import (
     SETTINGS,
     content,

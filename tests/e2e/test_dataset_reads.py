@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from flows.cli import main
-from tasks.dataset.manifest import MANIFEST, load_manifest, save_manifest
+from tasks.dataset.store.manifest import MANIFEST, load_manifest, save_manifest
 from tests.support.fault_dataset import KEYS, snapshot
 
 pytestmark = pytest.mark.docker

@@ -5,7 +5,7 @@ import json
 
 import yaml
 
-from tasks.trajectories import ACTION_SPACES, SUPERVISIONS
+from tasks.trajectories.render import ACTION_SPACES, SUPERVISIONS
 
 RUN = ["--tasks", 8, "--backend", "local", "--ecosystem", "files,sql"]
 TABLES = ["tasks", "trajectories", "steps", "attempts", "runs"]

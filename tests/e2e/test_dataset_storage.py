@@ -6,8 +6,8 @@ Nothing is faked: the dataset lives on a real 600 KiB tmpfs the test mounts
 Prefect server with the local backend, and the room is made by growing the tmpfs.
 """
 
-from tasks.dataset.manifest import load_manifest
 from tasks.dataset.query import run_query
+from tasks.dataset.store.manifest import load_manifest
 from tests.support.small_disk import remount, small_disk
 
 RUN = ["--backend", "local", "--ecosystem", "files", "--tasks", 8, "--seed", 3,

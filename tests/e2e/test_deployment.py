@@ -23,8 +23,8 @@ import pytest
 from environments.local.config import LocalConfig
 from flows.api_server import stop_process
 from tasks.dataset import Dataset
-from tasks.dataset.manifest import load_manifest
 from tasks.dataset.query import run_query
+from tasks.dataset.store.manifest import load_manifest
 from tests.support.dataset import write_outcomes
 from tests.support.harbor_data import accepted
 from tests.support.intervals import intervals, most_in_flight

@@ -11,8 +11,8 @@ from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 from pydantic import BaseModel
 
 from flows import limits
+from tasks.core.llm import LLMClient, LLMConfig
 from tasks.dataset.query import run_query
-from tasks.llm import LLMClient, LLMConfig
 from tests.support.intervals import intervals, most_in_flight
 from tests.support.openai_server import OpenAIServer
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import docker
 import pytest
 
-from tasks.dataset.manifest import load_manifest
+from tasks.dataset.store.manifest import load_manifest
 from tests.support.fault_dataset import content, run_cli
 from tests.support.interrupts import CLI_WITH_CTRL_C, interrupt
 

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from tasks.dataset.checksums import shard_problem
-from tasks.dataset.commits import unaccounted
-from tasks.dataset.manifest import MANIFEST, load_manifest
 from tasks.dataset.query import connect
-from tasks.trajectories import ACTION_SPACES, SUPERVISIONS
+from tasks.dataset.store.checksums import shard_problem
+from tasks.dataset.store.commits import unaccounted
+from tasks.dataset.store.manifest import MANIFEST, load_manifest
+from tasks.trajectories.render import ACTION_SPACES, SUPERVISIONS
 
 TASKS = 16
 SETTINGS = ["--tasks", TASKS, "--seed", 7, "--backend", "local", "--ecosystem", "files,sql",

@@ -9,9 +9,9 @@ import pytest
 
 from flows import factory as factory_module
 from flows.settings import RunSettings
-from tasks.dataset.manifest import load_manifest
 from tasks.dataset.query import run_query
 from tasks.dataset.recorder import Recorder
+from tasks.dataset.store.manifest import load_manifest
 
 OUTCOME = "select candidate_id, status, stage, reason, task_id from attempts order by all"
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from environments.ecosystems import load_ecosystem
-from tasks.dataset.manifest import MANIFEST, load_manifest
 from tasks.dataset.query import connect
 from tasks.dataset.runs import SETTLED_ATTEMPTS
-from tasks.plan import plan_candidates
+from tasks.dataset.store.manifest import MANIFEST, load_manifest
+from tasks.plan.planner import plan_candidates
 from tests.support.private_engine import private_engine
 
 SETTINGS = ["--tasks", 16, "--seed", 3, "--backend", "docker", "--ecosystem", "files,sql",

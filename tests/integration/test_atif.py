@@ -26,19 +26,19 @@ from environments.docker.config import DockerConfig
 from environments.local.config import LocalConfig
 from flows.cli import main
 from schemas.records import Message, RolloutRow
-from tasks.agent_loop import Limits
-from tasks.atif.messages import chat_messages
-from tasks.atif.models import Trajectory
 from tasks.dataset import Dataset
-from tasks.dataset.lock import open_for_writing
 from tasks.dataset.provenance import RunIdentity
-from tasks.dataset.writer import ShardWriter
-from tasks.harbor.source import ExportTask, selected_tasks
-from tasks.rebuild import fresh_environments
-from tasks.rollouts import run_attempt
-from tasks.sft.export import Options, export_sft
-from tasks.sft.rows import hf_message
-from tasks.trajectories import supervise
+from tasks.dataset.store.lock import open_for_writing
+from tasks.dataset.store.writer import ShardWriter
+from tasks.exports.atif.messages import chat_messages
+from tasks.exports.atif.models import Trajectory
+from tasks.exports.harbor.rebuild import fresh_environments
+from tasks.exports.harbor.source import ExportTask, selected_tasks
+from tasks.exports.sft.export import Options, export_sft
+from tasks.exports.sft.rows import hf_message
+from tasks.rollouts.agent_loop import Limits
+from tasks.rollouts.rollout import run_attempt
+from tasks.trajectories.render import supervise
 from tests.support.dataset import write_outcomes
 from tests.support.harbor_data import accepted
 from tests.support.harbor_venv import get, harbor_view, side

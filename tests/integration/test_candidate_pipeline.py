@@ -12,12 +12,12 @@ from flows.providers import close_run, provider_for
 from schemas.graph import WorkflowGraph
 from schemas.trace import Trace
 from schemas.verifier import Check
-from tasks.compose import render_phrase
-from tasks.failures import StageFailure
+from tasks.core.failures import StageFailure
 from tasks.pipeline import PIPELINE, Pipeline
-from tasks.plan import plan_candidates
+from tasks.plan.planner import plan_candidates
+from tasks.rules.compose import render_phrase
 from tasks.stages import verify as verify_stage
-from tasks.verify import run_verifier
+from tasks.verify.verifier import run_verifier
 
 RUN_ID = f"itest-pipeline-{os.getpid()}"  # unique: other checkouts may share the engine
 ECO = ecosystem("files")
@@ -207,7 +207,7 @@ def _gated(candidate, backend, style):
 def test_goal_tasks_neither_require_nor_penalise_intermediate_results(backend):
     """A goal-style task passes its verifier when its intermediate file is made under
     another name and removed before the verifier runs; its checks never name it."""
-    from tasks.deliverables import flow
+    from tasks.rules.deliverables import flow
 
     tried = 0
     for candidate in CANDIDATES:

@@ -20,9 +20,9 @@ from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run, provider_for
 from schemas.trace import Trace
 from schemas.verifier import Check
-from tasks.plan import plan_candidates
-from tasks.realize import LiveEnvironment
-from tasks.verify import run_verifier
+from tasks.execute.realize import LiveEnvironment
+from tasks.plan.planner import plan_candidates
+from tasks.verify.verifier import run_verifier
 
 INVENTORY = Path("tests/fixtures/ecosystems/inventory")
 RUN_ID = f"itest-collateral-{os.getpid()}"

@@ -1,4 +1,4 @@
-"""One list of controls: a control added to ``tasks.controls.CONTROLS`` runs in the gate
+"""One list of controls: a control added to ``tasks.gate.controls.CONTROLS`` runs in the gate
 (a Docker sandbox) and in ``check-harbor`` (a container of the exported image), and its
 verdict counts in both — on the real engine."""
 
@@ -10,14 +10,14 @@ import pytest
 from environments.docker.config import DockerConfig
 from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run
-from tasks import controls
-from tasks.controls import Acted, Control
-from tasks.harbor.check import check_folder
-from tasks.harbor.container import remove_run
-from tasks.harbor.export import ExportOptions, render_folder, write_folder
-from tasks.harbor.source import ExportTask
-from tasks.plan import plan_candidates
-from tasks.shortcuts import Shortcut
+from tasks.exports.harbor.check import check_folder
+from tasks.exports.harbor.container import remove_run
+from tasks.exports.harbor.export import ExportOptions, render_folder, write_folder
+from tasks.exports.harbor.source import ExportTask
+from tasks.gate import controls
+from tasks.gate.controls import Acted, Control
+from tasks.gate.shortcuts import Shortcut
+from tasks.plan.planner import plan_candidates
 from tests.support.harbor_data import SHALLOW
 
 pytestmark = pytest.mark.docker

@@ -11,10 +11,10 @@ from flows.candidate import build_candidate, ecosystem, sandbox_opener
 from flows.providers import close_run
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
 from schemas.trace import Trace
-from tasks.describe import describe, with_resolutions
-from tasks.execute import execute_graph
-from tasks.instruct import render_instruction
-from tasks.realize import LiveEnvironment
+from tasks.execute.realize import LiveEnvironment
+from tasks.execute.run_graph import execute_graph
+from tasks.instruct.describe import describe, with_resolutions
+from tasks.instruct.instruction import render_instruction
 
 pytestmark = pytest.mark.docker
 RUN = f"itest-describers-{os.getpid()}"

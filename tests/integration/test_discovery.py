@@ -12,10 +12,10 @@ from environments.docker.images import ecosystem_image
 from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run, provider_for
 from schemas.trace import Trace
-from tasks.grounding import appears, first_ungrounded, new_names
-from tasks.plan import plan_candidates
-from tasks.realize import realize
-from tasks.shell_names import command_names
+from tasks.execute.realize import realize
+from tasks.plan.planner import plan_candidates
+from tasks.rules.grounding import appears, first_ungrounded, new_names
+from tasks.rules.shell_names import command_names
 
 RUN_ID = "itest-discovery"
 pytestmark = pytest.mark.docker

@@ -14,9 +14,9 @@ import pytest
 from environments.docker.config import DockerConfig
 from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run, provider_for
-from tasks.commands import render_command
-from tasks.plan import plan_candidates
-from tasks.realize import probe, realize
+from tasks.core.commands import render_command
+from tasks.execute.realize import probe, realize
+from tasks.plan.planner import plan_candidates
 
 pytestmark = pytest.mark.docker
 

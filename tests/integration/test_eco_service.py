@@ -13,7 +13,7 @@ import pytest
 from environments.docker.config import DockerConfig
 from environments.ecosystems import load_ecosystem
 from flows.providers import close_run, provider_for
-from tasks.commands import render_command
+from tasks.core.commands import render_command
 from tests.support.candidates import build_planned
 
 pytestmark = pytest.mark.docker
@@ -253,7 +253,7 @@ def test_a_container_the_server_answered_in_is_reused(config):
     # the server lets its clients close first, so no connection on its port is left in
     # TIME_WAIT, and the container's reset finds it clean (DockerConfig.reuse)
     from environments.docker.images import ecosystem_image
-    from tasks.realize import realize
+    from tasks.execute.realize import realize
 
     run_id = f"{RUN_ID}-reuse"
     try:

@@ -15,11 +15,11 @@ from environments.local.config import LocalConfig
 from flows.candidate import ecosystem, sandbox_opener
 from flows.providers import close_run
 from schemas.graph import Candidate
-from tasks.execute import execute_graph
-from tasks.failures import StageFailure
-from tasks.harbor.identity import MANIFEST_PY
-from tasks.plan import plan_graph
-from tasks.realize import LiveEnvironment, probe, state_without
+from tasks.core.failures import StageFailure
+from tasks.execute.realize import LiveEnvironment, probe, state_without
+from tasks.execute.run_graph import execute_graph
+from tasks.exports.harbor.identity import MANIFEST_PY
+from tasks.plan.planner import plan_graph
 
 RUN = f"itest-injectors-{os.getpid()}"
 INJECTORS = [(name, f.name) for name in ("files", "git", "service", "sql")

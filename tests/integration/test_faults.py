@@ -19,8 +19,8 @@ from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run, provider_for
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
 from schemas.trace import Observation, StepTrace, Trace
-from tasks.commands import render_command, solution_failure, solution_script
-from tasks.validate import run_solution
+from tasks.core.commands import render_command, solution_failure, solution_script
+from tasks.gate.gate import run_solution
 
 FAULTS = "tests/fixtures/ecosystems/faults"
 RUN_ID = f"itest-faults-{os.getpid()}"

@@ -17,16 +17,17 @@ from environments.docker.config import DockerConfig
 from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run
 from schemas.graph import Candidate
-from tasks import attacks, verify
-from tasks.attacks import attack_script, attacks_for
-from tasks.controls import control_named
-from tasks.harbor.check import build_image, check_folder
-from tasks.harbor.container import remove_run
-from tasks.harbor.export import ExportOptions, render_folder, write_folder
-from tasks.harbor.host import ContainerHost
-from tasks.harbor.source import ExportTask
+from tasks.exports.harbor.check import build_image, check_folder
+from tasks.exports.harbor.container import remove_run
+from tasks.exports.harbor.export import ExportOptions, render_folder, write_folder
+from tasks.exports.harbor.host import ContainerHost
+from tasks.exports.harbor.source import ExportTask
+from tasks.gate import attacks
+from tasks.gate.attacks import attack_script, attacks_for
+from tasks.gate.controls import control_named
 from tasks.pipeline import Outcome
-from tasks.plan import plan_candidates
+from tasks.plan.planner import plan_candidates
+from tasks.verify import verifier as verify
 from tests.support.harbor_data import SHALLOW
 
 pytestmark = pytest.mark.docker

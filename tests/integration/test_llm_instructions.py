@@ -13,8 +13,9 @@ from environments.local.config import LocalConfig
 from flows import candidate as candidate_module
 from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run
-from tasks import paraphrase, reasoning
-from tasks.plan import plan_candidates
+from tasks.instruct import paraphrase
+from tasks.plan.planner import plan_candidates
+from tasks.trajectories import reasoning
 from tests.support.openai_server import Behaviour, OpenAIServer
 
 RUN_ID = "itest-llm-instructions"

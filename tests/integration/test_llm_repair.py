@@ -13,7 +13,7 @@ from environments.local.config import LocalConfig
 from flows import candidate as candidate_module
 from flows.candidate import build_candidate
 from flows.providers import close_run
-from tasks.repair_llm import SYSTEM_PROMPT
+from tasks.execute.repair_llm import SYSTEM_PROMPT
 from tests.integration.test_faults import FAULTS, planted
 from tests.support.openai_server import OpenAIServer
 

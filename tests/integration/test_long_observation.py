@@ -13,8 +13,8 @@ import pytest
 from environments.local.config import LocalConfig
 from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run
-from tasks.plan import plan_candidates
-from tasks.trajectories import OBSERVATION_CAP
+from tasks.plan.planner import plan_candidates
+from tasks.trajectories.render import OBSERVATION_CAP
 from tests.support.dataset import write_outcomes
 
 RUN_ID = "itest-long-observation"

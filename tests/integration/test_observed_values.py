@@ -10,10 +10,10 @@ from flows.candidate import build_candidate, ecosystem, sandbox_opener
 from flows.providers import close_run
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
 from schemas.trace import Trace
-from tasks.execute import execute_graph
-from tasks.failures import StageFailure
-from tasks.plan import consumes_observed, plan_candidates
-from tasks.realize import LiveEnvironment
+from tasks.core.failures import StageFailure
+from tasks.execute.realize import LiveEnvironment
+from tasks.execute.run_graph import execute_graph
+from tasks.plan.planner import consumes_observed, plan_candidates
 
 pytestmark = pytest.mark.docker
 RUN = f"itest-observed-{os.getpid()}"

@@ -19,10 +19,10 @@ from flows.candidate import build_candidate, ecosystem, sandbox_opener
 from flows.providers import close_run
 from schemas.trace import Observation, StepTrace, Trace
 from schemas.verifier import Check, GateResult
-from tasks.open_loop import open_loop_script
-from tasks.plan import plan_candidates
-from tasks.realize import LiveEnvironment, probe
-from tasks.validate import run_gate, run_solution
+from tasks.execute.realize import LiveEnvironment, probe
+from tasks.gate.gate import run_gate, run_solution
+from tasks.gate.open_loop import open_loop_script
+from tasks.plan.planner import plan_candidates
 from tests.support.dataset import write_outcomes
 
 pytestmark = pytest.mark.docker

@@ -16,10 +16,10 @@ import pytest
 from environments.ecosystems import Ecosystem, builtin_names, load_ecosystem
 from environments.registry import make_provider
 from environments.sandbox import Sandbox
-from tasks.failures import StageFailure
-from tasks.plan import plan_candidates
-from tasks.realize import realize
-from tasks.steps import run_step
+from tasks.core.failures import StageFailure
+from tasks.execute.realize import realize
+from tasks.execute.steps import run_step
+from tasks.plan.planner import plan_candidates
 from tests.support.probe_runs import probe_before, run_probe_source, verifier_like
 
 pytestmark = pytest.mark.docker

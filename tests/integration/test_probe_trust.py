@@ -23,7 +23,7 @@ import pytest
 from environments.ecosystems import Ecosystem, load_ecosystem
 from environments.registry import make_provider
 from environments.sandbox import Sandbox, SandboxProvider, Snapshot
-from tasks.realize import realize
+from tasks.execute.realize import realize
 from tests.support.hostile_plants import CANARY, CHANGES, HOSTILE, PRELUDE, Hostile
 from tests.support.probe_runs import exec_as_root, run_probe_source, verifier_like
 

@@ -26,11 +26,11 @@ from flows.providers import close_run, provider_for
 from schemas.graph import Candidate, TaskKind
 from schemas.records import TaskRow
 from schemas.trace import Trace
-from tasks import near_miss
-from tasks.plan import plan_candidates
-from tasks.program import installer, program_script
-from tasks.realize import LiveEnvironment
-from tasks.verify import run_verifier
+from tasks.execute.realize import LiveEnvironment
+from tasks.gate import near_miss
+from tasks.plan.planner import plan_candidates
+from tasks.reconstruct.program import installer, program_script
+from tasks.verify.verifier import run_verifier
 
 pytestmark = pytest.mark.docker
 RUN = f"itest-promises-{os.getpid()}"

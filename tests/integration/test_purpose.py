@@ -10,9 +10,9 @@ from environments.docker.config import DockerConfig
 from flows.candidate import ecosystem, sandbox_opener
 from flows.providers import close_run
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
-from tasks.execute import execute_graph
-from tasks.failures import StageFailure
-from tasks.realize import LiveEnvironment
+from tasks.core.failures import StageFailure
+from tasks.execute.realize import LiveEnvironment
+from tasks.execute.run_graph import execute_graph
 
 pytestmark = pytest.mark.docker
 RUN = f"itest-purpose-{os.getpid()}"

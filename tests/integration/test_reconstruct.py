@@ -11,11 +11,11 @@ from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run, provider_for
 from schemas.graph import WorkflowGraph
 from schemas.trace import Trace
-from tasks.cases import run_cases
-from tasks.examples import write_examples
-from tasks.plan import plan_candidates
-from tasks.program import PROGRAM, installer, reference_program
-from tasks.verify import run_verifier
+from tasks.plan.planner import plan_candidates
+from tasks.reconstruct.cases import run_cases
+from tasks.reconstruct.examples import write_examples
+from tasks.reconstruct.program import PROGRAM, installer, reference_program
+from tasks.verify.verifier import run_verifier
 
 pytestmark = pytest.mark.docker
 

@@ -16,10 +16,10 @@ from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run, provider_for
 from schemas.graph import WorkflowGraph
 from schemas.trace import Trace
-from tasks.arguments import program_arguments, reads_initial
-from tasks.cases import run_cases
-from tasks.plan import plan_candidates
-from tasks.program import reference_program
+from tasks.plan.planner import plan_candidates
+from tasks.reconstruct.arguments import program_arguments, reads_initial
+from tasks.reconstruct.cases import run_cases
+from tasks.reconstruct.program import reference_program
 
 pytestmark = pytest.mark.docker
 

@@ -13,8 +13,8 @@ from environments.docker.config import DockerConfig
 from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run, provider_for
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
-from tasks.cases import CHOICE_TRIES
-from tasks.program import installer
+from tasks.reconstruct.cases import CHOICE_TRIES
+from tasks.reconstruct.program import installer
 from tests.support.dataset import write_outcomes
 from tests.support.harbor_data import taskfactory
 

@@ -15,16 +15,16 @@ from flows.providers import close_run, provider_for
 from schemas.graph import WorkflowGraph
 from schemas.records import Message, TrajectoryRow
 from schemas.trace import Trace
-from tasks.cases import Case
+from tasks.core.failures import StageFailure
 from tasks.dataset.query import connect
-from tasks.dataset.stats_instructions import instruction_stats
-from tasks.examples import example_files
-from tasks.failures import StageFailure
-from tasks.grounding import first_ungrounded
-from tasks.plan import plan_candidates
-from tasks.program import reference_program
-from tasks.reconstruct_trajectories import program_in, render_reconstruct_trajectories
-from tasks.trajectories import ACTION_SPACES, SUPERVISIONS
+from tasks.dataset.report.instructions import instruction_stats
+from tasks.plan.planner import plan_candidates
+from tasks.reconstruct.cases import Case
+from tasks.reconstruct.examples import example_files
+from tasks.reconstruct.program import reference_program
+from tasks.reconstruct.trajectories import program_in, render_reconstruct_trajectories
+from tasks.rules.grounding import first_ungrounded
+from tasks.trajectories.render import ACTION_SPACES, SUPERVISIONS
 from tests.support.dataset import write_outcomes
 
 pytestmark = pytest.mark.docker
@@ -62,7 +62,7 @@ def _reconstruct(outcomes):
 
 def _values(row: TrajectoryRow, function_row: TrajectoryRow) -> list[dict] | None:
     """The terminal view's values as stats takes them: from the function view."""
-    from tasks.grounding import checked_values
+    from tasks.rules.grounding import checked_values
 
     if row.action_space == "function":
         return None
@@ -135,7 +135,7 @@ def test_a_program_that_misses_the_examples_is_rejected(outcomes):
 
 def _cases(o) -> list[Case]:
     """The public cases of an outcome, as the stage had them (the examples in its rows)."""
-    from tasks.cases import run_cases
+    from tasks.reconstruct.cases import run_cases
 
     task, eco = o.task, ecosystem(o.task.ecosystem)
     graph = WorkflowGraph.model_validate_json(task.graph_json)

@@ -16,7 +16,7 @@ import yaml
 from environments.local.config import LocalConfig
 from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run
-from tasks.plan import plan_candidates
+from tasks.plan.planner import plan_candidates
 
 INVENTORY = Path("tests/fixtures/ecosystems/inventory")
 RUN_ID = f"itest-scenarios-{os.getpid()}"

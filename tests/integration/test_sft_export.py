@@ -220,7 +220,7 @@ def test_grounding_audit_does_not_depend_on_the_order_rows_are_read(data):
     import pyarrow.compute as pc
 
     from tasks.dataset.query import connect
-    from tasks.dataset.stats_instructions import instruction_stats
+    from tasks.dataset.report.instructions import instruction_stats
 
     con = connect(data)
     tasks = con.sql("select * from tasks").to_arrow_table()

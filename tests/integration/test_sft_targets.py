@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tasks.sft.labels import renders_reasoning
+from tasks.exports.sft.labels import renders_reasoning
 from tests.support.tiny_tokenizer import save_tokenizer
 
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")

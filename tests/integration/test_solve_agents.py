@@ -12,18 +12,18 @@ from pathlib import Path
 import pytest
 
 from environments.local.config import LocalConfig
-from tasks.agent_loop import Limits
 from tasks.dataset import Dataset
-from tasks.dataset.lock import open_for_writing
 from tasks.dataset.provenance import RunIdentity
-from tasks.dataset.writer import ShardWriter
-from tasks.harbor.source import ExportTask, selected_tasks
-from tasks.rebuild import fresh_environments
-from tasks.rollouts import run_attempt
-from tasks.sft import ExportError
-from tasks.sft.export import Options, export_sft
-from tasks.sft.preference import export_preference
-from tasks.sft.rows import hf_message
+from tasks.dataset.store.lock import open_for_writing
+from tasks.dataset.store.writer import ShardWriter
+from tasks.exports.harbor.rebuild import fresh_environments
+from tasks.exports.harbor.source import ExportTask, selected_tasks
+from tasks.exports.sft import ExportError
+from tasks.exports.sft.export import Options, export_sft
+from tasks.exports.sft.preference import export_preference
+from tasks.exports.sft.rows import hf_message
+from tasks.rollouts.agent_loop import Limits
+from tasks.rollouts.rollout import run_attempt
 from tests.support.dataset import write_outcomes
 from tests.support.harbor_data import accepted
 from tests.support.openai_server import Behaviour, OpenAIServer, make_client

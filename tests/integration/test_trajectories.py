@@ -11,12 +11,12 @@ from flows import candidate as candidate_module
 from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run, provider_for
 from schemas.trace import Trace
-from tasks import trajectories as trajectories_module
-from tasks.commands import render_command, render_shell
-from tasks.grounding import first_ungrounded, new_names
-from tasks.plan import plan_candidates
-from tasks.realize import realize
-from tasks.verify import run_verifier
+from tasks.core.commands import render_command, render_shell
+from tasks.execute.realize import realize
+from tasks.plan.planner import plan_candidates
+from tasks.rules.grounding import first_ungrounded, new_names
+from tasks.trajectories import render as trajectories_module
+from tasks.verify.verifier import run_verifier
 
 RUN_ID = "itest-trajectories"
 ECOSYSTEMS = ["files", "sql", "git"]

@@ -18,10 +18,10 @@ from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run, provider_for
 from schemas.trace import Trace
 from schemas.verifier import Check
-from tasks.commands import render_shell
-from tasks.realize import LiveEnvironment
-from tasks.shortcuts import shortcut
-from tasks.vandal import Vandalism
+from tasks.core.commands import render_shell
+from tasks.execute.realize import LiveEnvironment
+from tasks.gate.shortcuts import shortcut
+from tasks.gate.vandal import Vandalism
 
 RUN_ID = "itest-mutations"
 SENTINEL = "tf-mutated"
@@ -91,7 +91,7 @@ def _failing(sandbox, verifier_py: str) -> tuple[dict, set[str]]:
 @pytest.mark.docker
 @pytest.mark.parametrize("name", ["files", "sql", "git", "service"])
 def test_each_check_matters(name):
-    from tasks.plan import plan_candidates
+    from tasks.plan.planner import plan_candidates
 
     eco = ecosystem(name)
     candidates, _ = plan_candidates(eco, 6, run_seed=31)

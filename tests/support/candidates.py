@@ -8,7 +8,7 @@ from environments.config import BackendConfig
 from environments.ecosystems import Ecosystem
 from flows.candidate import build_candidate
 from schemas.records import TaskRow
-from tasks.plan import plan_candidates
+from tasks.plan.planner import plan_candidates
 
 
 def build_planned(eco: Ecosystem, n: int, backend: BackendConfig, run_id: str,

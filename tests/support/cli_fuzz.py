@@ -45,7 +45,7 @@ BOUNDARIES = {
     "flows.cli._serve": "serve: Prefect serves the flow",
     "flows.cli_solve._solve": "solve: the engine, Prefect, the agent's endpoint",
     "flows.cli_harbor._run_checks": "check-harbor and export harbor --check: the engine",
-    "tasks.plan.plan_candidates": "plan: planning --n graphs",
+    "tasks.plan.planner.plan_candidates": "plan: planning --n graphs",
     "tasks.dataset.dataset.Dataset.write_card": "card: matplotlib plots of the dataset",
 }
 """Where a case stops once its input is accepted (module.attribute -> what starts there)."""

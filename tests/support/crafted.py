@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from flows.cli import main
-from tasks.dataset.manifest import MANIFEST
+from tasks.dataset.store.manifest import MANIFEST
 
 TWO_DAYS_NS = 2 * 86400 * 10**9
 

@@ -2,7 +2,8 @@
 
 The rows go the way the factory writes them: stamped with provenance by the real
 :class:`tasks.dataset.recorder.Recorder` (exact-id dedup only, so that a test keeps every task it
-built) and committed as shards by :class:`tasks.dataset.writer.ShardWriter` under the dataset lock.
+built) and committed as shards by :class:`tasks.dataset.store.writer.ShardWriter` under the
+dataset lock.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from tasks.dataset.dedup import DedupIndex
-from tasks.dataset.lock import open_for_writing
 from tasks.dataset.provenance import RunIdentity
 from tasks.dataset.recorder import Recorder
-from tasks.dataset.writer import ShardWriter
+from tasks.dataset.store.lock import open_for_writing
+from tasks.dataset.store.writer import ShardWriter
 from tasks.pipeline import Outcome
 
 

@@ -16,10 +16,10 @@ from environments.ecosystems import Ecosystem
 from environments.ecosystems.usercode import UserCodeError
 from environments.sandbox import Sandbox, Snapshot
 from schemas.graph import Binding, Candidate
-from tasks.failures import StageFailure
-from tasks.plan import iter_candidates
-from tasks.realize import probe, realize
-from tasks.steps import run_step
+from tasks.core.failures import StageFailure
+from tasks.execute.realize import probe, realize
+from tasks.execute.steps import run_step
+from tasks.plan.planner import iter_candidates
 
 MAX_CANDIDATES = 300
 """Candidates planned, at most, to find ones that use each tool (planning is cheap: only

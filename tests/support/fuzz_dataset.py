@@ -28,7 +28,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tasks.dataset.manifest import MANIFEST
+from tasks.dataset.store.manifest import MANIFEST
 from tests.support.crafted import Guard, cli
 
 EXIT_CODES = {0, 2, 3, 75}

@@ -18,7 +18,7 @@ from flows.candidate import build_candidate, ecosystem
 from flows.providers import close_run
 from schemas.graph import Candidate, TaskKind
 from tasks.pipeline import Outcome
-from tasks.plan import plan_candidates
+from tasks.plan.planner import plan_candidates
 
 SHALLOW = {1: 1.0, 2: 2.0, 3: 1.0}
 ROOT = Path(__file__).resolve().parents[2]

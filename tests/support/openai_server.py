@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from tasks.llm import LLMClient, LLMConfig
+from tasks.core.llm import LLMClient, LLMConfig
 
 _ERROR_TYPES = {
     400: "invalid_request_error",

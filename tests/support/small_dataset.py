@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from schemas.records import AttemptRow, Provenance, RunRow, StepRow
-from tasks.dataset.lock import open_for_writing
-from tasks.dataset.manifest import save_manifest
 from tasks.dataset.runs import begin
-from tasks.dataset.writer import ShardWriter
+from tasks.dataset.store.lock import open_for_writing
+from tasks.dataset.store.manifest import save_manifest
+from tasks.dataset.store.writer import ShardWriter
 
 RUN = "20261202T000000-abcdef"
 PROV = Provenance(run_id=RUN, flow_run_id=None, generator_version="0+test", config_hash="c",

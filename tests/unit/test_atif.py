@@ -15,10 +15,10 @@ from pydantic import ValidationError
 
 from flows.cli import main
 from schemas.records import FunctionCall, Message, RolloutRow, RolloutTurn, ToolCall
-from tasks.atif.documents import rollout_document
-from tasks.atif.messages import chat_messages
-from tasks.atif.models import Trajectory
 from tasks.dataset import Dataset
+from tasks.exports.atif.documents import rollout_document
+from tasks.exports.atif.messages import chat_messages
+from tasks.exports.atif.models import Trajectory
 
 AGENT = {"name": "a", "version": "1"}
 USER = {"step_id": 1, "source": "user", "message": "hi"}
@@ -79,7 +79,7 @@ def _rollout() -> RolloutRow:
     turns = [RolloutTurn(reasoning_content="look", prompt_tokens=9, completion_tokens=2,
                          finish_reason="tool_calls", latency_s=0.5),
              RolloutTurn(finish_reason="tool_calls", latency_s=0.25)]
-    from tasks.trajectories import supervise
+    from tasks.trajectories.render import supervise
 
     return RolloutRow(
         trajectory_id="r1", task_id="t1", run_id="solve-x",
@@ -104,7 +104,7 @@ def test_a_rollout_document_gives_back_the_whole_attempt() -> None:
     assert doc.final_metrics and doc.final_metrics.total_prompt_tokens == 9
     assert (doc.extra or {})["verifier_lines"] == row.verifier_lines
     messages, turns = chat_messages(doc)
-    from tasks.trajectories import supervise
+    from tasks.trajectories.render import supervise
 
     assert supervise(messages, "masked") == row.messages and turns == row.turns
 

@@ -5,7 +5,7 @@ vandal control), each a template that renders with the tool's or the entry's val
 import pytest
 
 from environments.ecosystems import builtin_names, load_ecosystem
-from tasks.commands import render_shell
+from tasks.core.commands import render_shell
 
 BUILTINS = builtin_names()
 

@@ -8,13 +8,20 @@ from environments.ecosystems import load_ecosystem
 from schemas.graph import Binding, Step, WorkflowGraph
 from schemas.trace import Observation, StepTrace, Trace
 from schemas.verifier import Check
-from tasks.choices import choice_steps, hardcoded_trace, kept, pick_hidden, recorder, untested
-from tasks.commands import render_command
-from tasks.instruct import render_instruction
-from tasks.instruct_reconstruct import stated
-from tasks.markdown import code_spans
-from tasks.preserve import check_items_preserved, check_preserved, required_literals
-from tasks.program import program_script, program_trace
+from tasks.core.commands import render_command
+from tasks.instruct.instruction import render_instruction
+from tasks.instruct.preserve import check_items_preserved, check_preserved, required_literals
+from tasks.reconstruct.choices import (
+    choice_steps,
+    hardcoded_trace,
+    kept,
+    pick_hidden,
+    recorder,
+    untested,
+)
+from tasks.reconstruct.instruction import stated
+from tasks.reconstruct.program import program_script, program_trace
+from tasks.rules.markdown import code_spans
 
 FILES = load_ecosystem("files")
 ORDERS, CUSTOMERS = "data/orders.csv", "data/customers.csv"

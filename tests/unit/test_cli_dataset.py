@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from schemas.records import SCHEMA_VERSION
-from tasks.dataset.manifest import load_manifest
+from tasks.dataset.store.manifest import load_manifest
 
 V1 = Path(__file__).parents[1] / "fixtures" / "datasets" / "v1"
 CLI = [sys.executable, "-m", "flows.cli"]
@@ -122,7 +122,7 @@ def test_bad_resume_and_dataset_input(tmp_path, setup, args, needle):
 
 
 def test_run_refuses_a_dataset_another_process_is_writing(data):
-    from tasks.dataset.lock import open_for_writing
+    from tasks.dataset.store.lock import open_for_writing
 
     with open_for_writing(data):
         proc = run_cli("run", "--data", data, "--backend", "local", "--tasks", 2)

@@ -16,11 +16,11 @@ import pytest
 
 from schemas.arrow import arrow_schema
 from schemas.records import SCHEMA_VERSION, AttemptRow, Message, Provenance, StepRow, TrajectoryRow
-from tasks.dataset.checksums import shard_problem
-from tasks.dataset.lock import dataset_lock, open_for_writing
-from tasks.dataset.manifest import DatasetError, load_manifest
 from tasks.dataset.query import connect, run_query
-from tasks.dataset.writer import ShardWriter
+from tasks.dataset.store.checksums import shard_problem
+from tasks.dataset.store.lock import dataset_lock, open_for_writing
+from tasks.dataset.store.manifest import DatasetError, load_manifest
+from tasks.dataset.store.writer import ShardWriter
 
 V1 = Path(__file__).parents[1] / "fixtures" / "datasets" / "v1"
 PROV = Provenance(run_id="r1", flow_run_id=None, generator_version="0+test", config_hash="c",
@@ -229,7 +229,7 @@ def test_a_killed_writer_releases_the_lock_though_a_forked_child_lives_on(tmp_pa
     # a sandbox child caught between fork and exec when its parent is SIGKILLed still has
     # the lock file open; the lock must die with the parent all the same
     code = ("import os, signal, sys, time\nfrom pathlib import Path\n"
-            "from tasks.dataset.lock import open_for_writing\n"
+            "from tasks.dataset.store.lock import open_for_writing\n"
             "with open_for_writing(Path(sys.argv[1])):\n"
             "    pid = os.fork()\n"
             "    if pid == 0:  # keeps the lock file open, lets go of the output pipes\n"
@@ -254,7 +254,7 @@ def test_a_killed_writer_releases_the_lock_though_a_forked_child_lives_on(tmp_pa
 def test_stats_lists_the_tools_that_never_ran_in_an_accepted_task(tmp_path):
     """``explode`` was planned twice, replaced once and rejected once: never succeeded;
     ``grep`` ran in the accepted task."""
-    from tasks.dataset.stats import tools_never_succeeded
+    from tasks.dataset.report.stats import tools_never_succeeded
 
     accepted = attempt(0, status="accepted").model_copy(update={
         "task_id": "t0", "tools": ["grep", "explode"], "stage": "accepted",

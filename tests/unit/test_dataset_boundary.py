@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tasks.dataset.commits import QUARANTINE
-from tasks.dataset.lock import LOCK
-from tasks.dataset.manifest import MANIFEST, load_manifest
+from tasks.dataset.store.commits import QUARANTINE
+from tasks.dataset.store.lock import LOCK
+from tasks.dataset.store.manifest import MANIFEST, load_manifest
 from tests.support.crafted import (
     Guard,
     cli,

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks.dataset.commits import QUARANTINE
-from tasks.dataset.manifest import MANIFEST, load_manifest
+from tasks.dataset.store.commits import QUARANTINE
+from tasks.dataset.store.manifest import MANIFEST, load_manifest
 from tests.support.crafted import Guard, cli, edit_manifest
 from tests.support.small_dataset import RUN, build
 

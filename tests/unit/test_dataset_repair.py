@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from flows.cli import main
-from tasks.dataset.commits import QUARANTINE, listed_groups, read_record
-from tasks.dataset.lock import dataset_lock, open_for_writing
-from tasks.dataset.manifest import MANIFEST, DatasetError, load_manifest, save_manifest
 from tasks.dataset.query import run_query
-from tasks.dataset.repair import apply_repair, plan_repair
-from tasks.dataset.writer import ShardWriter
+from tasks.dataset.store.commits import QUARANTINE, listed_groups, read_record
+from tasks.dataset.store.lock import dataset_lock, open_for_writing
+from tasks.dataset.store.manifest import MANIFEST, DatasetError, load_manifest, save_manifest
+from tasks.dataset.store.repair import apply_repair, plan_repair
+from tasks.dataset.store.writer import ShardWriter
 from tests.support.small_dataset import RUN, build, group
 
 V2 = Path(__file__).parents[1] / "fixtures" / "datasets" / "v2"

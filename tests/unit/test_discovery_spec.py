@@ -5,7 +5,7 @@ from pydantic import ValidationError
 
 from environments.ecosystems import builtin_names, load_ecosystem
 from schemas.ecosystem import Discovery, EcosystemSpec
-from tasks.discovery import planned
+from tasks.rules.discovery import planned
 
 
 def test_a_first_discovery_cannot_take_the_triggering_value():

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from environments.ecosystems import load_ecosystem
-from tasks.commands import render_command
+from tasks.core.commands import render_command
 from tests.support.probes import run_probe
 
 SQL = load_ecosystem("sql")

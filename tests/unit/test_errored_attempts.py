@@ -9,7 +9,7 @@ from flows.infrastructure import errored
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
 from tasks.dataset import runs
 from tasks.dataset.query import connect
-from tasks.dataset.stats import report
+from tasks.dataset.report.stats import report
 from tests.support.dataset import write_outcomes
 
 RUN = "r1"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from environments.sandbox import ExecResult
-from tasks.steps import classify
+from tasks.execute.steps import classify
 
 
 def _result(code: int, stderr: str = "", timed_out: bool = False) -> ExecResult:

@@ -4,7 +4,7 @@ showed it."""
 import json
 
 from schemas.records import FunctionCall, Message, ToolCall
-from tasks.grounding import appears, checked_values, first_ungrounded
+from tasks.rules.grounding import appears, checked_values, first_ungrounded
 
 TOOLS = [{"type": "function", "function": {
     "name": "set_status", "description": "Set a status: open, in_progress or closed.",

@@ -5,7 +5,7 @@ import tomllib
 
 import pytest
 
-from tasks.harbor.toml import dumps
+from tasks.exports.harbor.toml import dumps
 
 
 def test_round_trip_of_nested_tables_lists_and_scalars():

@@ -11,9 +11,8 @@ from environments.ecosystems import load_ecosystem
 from schemas.graph import Binding, Step, WorkflowGraph
 from schemas.trace import Observation, StepTrace, Trace
 from schemas.verifier import Check
-from tasks.deliverables import flow, goal_checks
-from tasks.failures import StageFailure
-from tasks.instruct import (
+from tasks.core.failures import StageFailure
+from tasks.instruct.instruction import (
     PHRASES,
     STYLES,
     Item,
@@ -23,8 +22,7 @@ from tasks.instruct import (
     render_phrase,
     structure,
 )
-from tasks.leaks import check_not_leaked, leaked_in
-from tasks.preserve import (
+from tasks.instruct.preserve import (
     ANSWER_ESSENTIALS,
     Required,
     check_items_preserved,
@@ -33,6 +31,8 @@ from tasks.preserve import (
     missing_literals,
     required_literals,
 )
+from tasks.rules.deliverables import flow, goal_checks
+from tasks.rules.leaks import check_not_leaked, leaked_in
 
 ECOSYSTEMS = ["files", "sql", "git", "service", "tests/fixtures/ecosystems/inventory",
               "tests/fixtures/ecosystems/faults"]
@@ -492,7 +492,7 @@ def test_one_item_never_answers_another():
     """A restored tag's message the instruction spells out by rule answers a question for
     the subject of the commit it tags; a value the solver must look up answers nothing."""
     from schemas.verifier import Check
-    from tasks.leaks import answered_by
+    from tasks.rules.leaks import answered_by
 
     tag = [Check(kind="state", section="tags", key="v0.2.0",
                  expected={"commit": "abc", "annotation": "Release 0.2.0"})]

@@ -97,7 +97,7 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_import_graph_is_read_from_the_source():
     graph = _graph()
     assert "tasks.pipeline" in graph["flows.candidate"]
-    assert "tasks.dataset.manifest" in graph["tasks.dataset.dataset"]
+    assert "tasks.dataset.store.manifest" in graph["tasks.dataset.dataset"]
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.llm import LLMBudgetExceeded, LLMUnavailable
+from tasks.core.llm import LLMBudgetExceeded, LLMUnavailable
 from tests.support.openai_server import OpenAIServer, make_client
 
 TOOLS = [{"type": "function", "function": {

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from tasks.llm import (
+from tasks.core.llm import (
     LLMBudgetExceeded,
     LLMConfig,
     LLMError,

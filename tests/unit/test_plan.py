@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from environments.ecosystems import builtin_names, load_ecosystem
 from schemas.ecosystem import binds, type_satisfies
-from tasks.diversity import diversity, format_report
-from tasks.plan import (
+from tasks.plan.diversity import diversity, format_report
+from tasks.plan.planner import (
     DEFAULT_DEPTH_WEIGHTS,
     candidate_seed,
     consumes_observed,

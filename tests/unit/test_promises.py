@@ -1,6 +1,6 @@
 """Every promise is a check, every check a promise: each phrase of the instruction
 templates and of the built-in tools' intents that constrains the result is walked here and
-shown its check, and the near miss that proves the check exists (``tasks/near_miss.py``,
+shown its check, and the near miss that proves the check exists (``tasks/gate/near_miss.py``,
 run on every accepted task by the gate).  The README's "Promises are checks" has the table
 of phrases, checks and near misses.
 """
@@ -14,9 +14,9 @@ import pytest
 from environments.ecosystems import Ecosystem, load_ecosystem
 from schemas.ecosystem import ToolSpec
 from schemas.verifier import Check
-from tasks.instruct import PHRASES, answer_format
-from tasks.near_miss import near_misses
-from tasks.verify import ANSWER_COMPARE
+from tasks.gate.near_miss import near_misses
+from tasks.instruct.instruction import PHRASES, answer_format
+from tasks.verify.verifier import ANSWER_COMPARE
 
 BUILTINS = ["files", "sql", "git", "service"]
 ORDERED = ("in their original order", "in their order", "sorted", "in row order",

@@ -8,12 +8,12 @@ import pytest
 
 from environments.ecosystems import load_ecosystem
 from schemas.graph import WorkflowGraph
-from tasks.cases import Case, case_name
-from tasks.examples import hidden_leaks
-from tasks.layout import CASES_HIDDEN, CASES_PUBLIC, layout_shared, read_paths
-from tasks.mix import DEFAULT_KINDS, parse_kinds
-from tasks.plan import plan_candidates
-from tasks.program import PROGRAM, installer, memorizer_program
+from tasks.plan.layout import CASES_HIDDEN, CASES_PUBLIC, layout_shared, read_paths
+from tasks.plan.mix import DEFAULT_KINDS, parse_kinds
+from tasks.plan.planner import plan_candidates
+from tasks.reconstruct.cases import Case, case_name
+from tasks.reconstruct.examples import hidden_leaks
+from tasks.reconstruct.program import PROGRAM, installer, memorizer_program
 
 
 def test_reconstruct_is_a_kind_of_the_mix_and_not_in_the_default_one():
@@ -88,7 +88,7 @@ def test_hidden_leaks_names_hidden_content_and_ignores_what_public_cases_share()
 
 
 def test_sampled_values_become_arguments_where_the_command_takes_them_as_one_word():
-    from tasks.arguments import program_arguments
+    from tasks.reconstruct.arguments import program_arguments
 
     eco = load_ecosystem("sql")
     planned, _ = plan_candidates(eco, 30, run_seed=4, kinds={"reconstruct": 1})
@@ -107,7 +107,7 @@ def test_a_value_sampled_from_an_earlier_steps_output_is_an_argument_too():
     """Whatever the sampler reads (the initial state, a file an earlier step wrote), a value
     the command takes as one word is an argument; the others stay in the program."""
     from schemas.trace import StepTrace, Trace
-    from tasks.arguments import _form, program_arguments, reads_initial
+    from tasks.reconstruct.arguments import _form, program_arguments, reads_initial
 
     eco = load_ecosystem("files")
     planned, _ = plan_candidates(eco, 12, run_seed=5, kinds={"reconstruct": 1})

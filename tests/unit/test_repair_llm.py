@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tasks.repair_llm import RepairProposal, RepairRequest, propose_repair
+from tasks.execute.repair_llm import RepairProposal, RepairRequest, propose_repair
 from tests.support.openai_server import Behaviour, OpenAIServer, make_client
 
 TOOL = {

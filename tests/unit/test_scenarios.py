@@ -8,9 +8,9 @@ from pydantic import ValidationError
 
 from environments.ecosystems import builtin_names, load_ecosystem
 from schemas.ecosystem import EcosystemSpec
-from tasks.diversity import diversity, format_report
-from tasks.mix import draw_scenarios, parse_kinds
-from tasks.plan import plan_candidates
+from tasks.plan.diversity import diversity, format_report
+from tasks.plan.mix import draw_scenarios, parse_kinds
+from tasks.plan.planner import plan_candidates
 
 
 def _with_scenario(**scenario) -> dict:

@@ -8,12 +8,12 @@ import pytest
 import yaml
 
 from schemas.trace import Observation
-from tasks.sft import ExportError
-from tasks.sft.configs import Export, axolotl_yaml, merged_dataset_info
-from tasks.sft.export import Options, resolve
-from tasks.sft.families import FAMILIES, reasoning_warning
-from tasks.sft.rows import hf_message, openai_message, sharegpt_turns
-from tasks.trajectories import observation_text
+from tasks.exports.sft import ExportError
+from tasks.exports.sft.configs import Export, axolotl_yaml, merged_dataset_info
+from tasks.exports.sft.export import Options, resolve
+from tasks.exports.sft.families import FAMILIES, reasoning_warning
+from tasks.exports.sft.rows import hf_message, openai_message, sharegpt_turns
+from tasks.trajectories.render import observation_text
 
 CALL = {"role": "assistant", "content": "", "reasoning_content": "I list the files.",
         "tool_calls": [{"id": "call_1", "type": "function",

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tasks.shell_names import command_names, routes, script_names
+from tasks.rules.shell_names import command_names, routes, script_names
 
 CASES = [
     ("curl -sSf -G --data-urlencode team=growth --data-urlencode status=open,in_progress "

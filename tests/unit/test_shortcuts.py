@@ -7,8 +7,8 @@ import subprocess
 from environments.ecosystems import load_ecosystem
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
 from schemas.verifier import Check
-from tasks.shortcuts import literals, shortcut
-from tasks.substitute import substitutes
+from tasks.execute.substitute import substitutes
+from tasks.gate.shortcuts import literals, shortcut
 
 FILES = load_ecosystem("files")
 SQL = load_ecosystem("sql")

@@ -4,7 +4,7 @@ and only its pattern, and the section reads real shards (old ones without digest
 from pathlib import Path
 
 from tasks.dataset.query import connect
-from tasks.dataset.stats_compositions import COLUMNS, composition_rows, findings
+from tasks.dataset.report.compositions import COLUMNS, composition_rows, findings
 
 V1 = Path(__file__).parents[1] / "fixtures" / "datasets" / "v1"
 

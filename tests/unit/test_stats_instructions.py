@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from tasks.dataset.query import connect
-from tasks.dataset.stats_instructions import instruction_stats, opening
+from tasks.dataset.report.instructions import instruction_stats, opening
 
 V1 = Path(__file__).parents[1] / "fixtures" / "datasets" / "v1"
 

@@ -8,7 +8,7 @@ import pytest
 
 from environments.ecosystems import load_ecosystem
 from schemas.verifier import Check
-from tasks.verify import render_verifier
+from tasks.verify.verifier import render_verifier
 
 PROBE = load_ecosystem("files").probe_source
 CHECKS = [

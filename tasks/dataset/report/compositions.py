@@ -1,0 +1,131 @@
+"""Purposeless compositions, measured from the shards for ``taskfactory stats``.
+
+Each detector looks at one accepted task (its ``trace_json`` and ``checks_json``) and says
+whether the task does work no one would ask for.  They re-measure what planning and
+execution are meant to prevent (``tasks/plan/planner.py`` uses each tool once per task;
+``tasks/execute/purpose.py`` rejects steps that copy or undo), independently of that code:
+
+- ``repeated tool``: a tool runs twice in one task;
+- ``identical outputs``: two write steps wrote entries equal to each other (their
+  ``StepTrace.digest``, the entry under its section's compare mode);
+- ``output equals input``: a write step's entry equals one of its inputs: an earlier
+  step's output, or a seeded entry the task leaves alone (its digest is in the
+  ``unchanged`` checks);
+- ``JSON through a line tool``: a step reads a ``.json`` file and writes line-oriented
+  text (``head``, ``sort`` or ``grep`` over JSON);
+- ``mixed sources joined``: a step with two or more file inputs whose sources (the seeded
+  files they derive from, followed back through the steps that wrote them) are of
+  different kinds (file extensions), such as a log concatenated with a CSV.
+
+Tasks written before steps carried digests count as not measured for the two digest
+detectors.  Imports neither Prefect nor Docker.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import duckdb
+
+from tasks.dataset.query import stream_rows
+
+DETECTORS = ("repeated tool", "identical outputs", "output equals input",
+             "JSON through a line tool", "mixed sources joined")
+DIGESTS = ("identical outputs", "output equals input")
+"""Detectors that need ``StepTrace.digest`` (absent from older tasks)."""
+_PATH = re.compile(r"^[\w.-]+(/[\w.-]+)*\.[A-Za-z0-9]+$")
+
+
+def _is_path(value: object) -> bool:
+    return isinstance(value, str) and "/" in value and bool(_PATH.match(value))
+
+
+def _kind(path: str) -> str:
+    return posixpath.splitext(path)[1].lower()
+
+
+def _lines(output_type: str) -> bool:
+    """Line-oriented text (``file.text`` before the text types were split)."""
+    return output_type == "file.text" or output_type.startswith("file.text.lines")
+
+
+def findings(trace: dict, checks: list[dict]) -> set[str]:
+    """The detectors that flag one task (its trace and checks, as stored)."""
+    steps = trace.get("steps", [])
+    found: set[str] = set()
+    tools = [st["tool"] for st in steps]
+    if len(tools) != len(set(tools)):
+        found.add("repeated tool")
+    seeded = {key: d for c in checks if c.get("kind") == "unchanged"
+              for key, d in (c.get("expected") or {}).items()}
+    written: dict[str, str] = {}  # output (path, table, ...) -> digest
+    source: dict[str, set[str]] = {}  # output path -> kinds of the seeded files behind it
+    for st in steps:
+        out = st.get("output")
+        inputs = [v for k, v in st["args"].items() if v != out]
+        paths = [v for v in inputs if _is_path(v)]
+        kinds = [source.get(p, {_kind(p)}) for p in paths]
+        if len(paths) >= 2 and len(set().union(*kinds)) > 1:
+            found.add("mixed sources joined")
+        if any(_kind(p) == ".json" for p in paths) and _lines(st.get("output_type", "")):
+            found.add("JSON through a line tool")
+        digest = st.get("digest")
+        if digest is None or not isinstance(out, str):
+            continue
+        if digest in written.values():
+            found.add("identical outputs")
+        if any(written.get(v, seeded.get(v)) == digest for v in inputs):
+            found.add("output equals input")
+        written[out] = digest
+        if _is_path(out):
+            source[out] = set().union(*kinds) if kinds else {_kind(out)}
+    return found
+
+
+@dataclass
+class Tally:
+    tasks: int = 0
+    with_digests: int = 0
+    flagged: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DETECTORS, 0))
+
+
+def composition_tallies(con: duckdb.DuckDBPyConnection) -> dict[str, Tally]:
+    """Per ecosystem (and ``all``), the tasks and how many each detector flags."""
+    tallies: dict[str, Tally] = defaultdict(Tally)
+    for eco, trace_json, checks_json in stream_rows(
+            con, "select ecosystem, trace_json, checks_json from tasks"):
+        trace, checks = json.loads(trace_json), json.loads(checks_json)
+        has_digests = any(st.get("digest") for st in trace.get("steps", []))
+        flags = findings(trace, checks)
+        for key in (eco, "all"):
+            t = tallies[key]
+            t.tasks += 1
+            t.with_digests += has_digests
+            for name in flags:
+                t.flagged[name] += 1
+    return dict(tallies)
+
+
+COLUMNS = ["ecosystem", "tasks", *DETECTORS]
+NOTE = ("Accepted tasks flagged by each detector of purposeless work (a tool run twice, two "
+        "outputs equal, an output equal to its input, JSON through a line tool, files of "
+        "different kinds joined); the digest detectors count only tasks whose steps carry "
+        "digests.")
+
+
+def composition_rows(con: duckdb.DuckDBPyConnection) -> list[list[object]]:
+    """Per ecosystem (``all`` last): its tasks and each detector's rate (:data:`COLUMNS`)."""
+    tallies = composition_tallies(con)
+    rows = []
+    for eco in sorted(tallies, key=lambda e: (e == "all", e)):
+        t = tallies[eco]
+        row: list[object] = [eco, t.tasks]
+        for name in DETECTORS:
+            base = t.with_digests if name in DIGESTS else t.tasks
+            row.append(f"{100 * t.flagged[name] / base:.1f}%" if base else "-")
+        rows.append(row)
+    return rows

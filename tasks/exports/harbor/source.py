@@ -1,0 +1,172 @@
+"""Where exported tasks come from: the dataset's ``tasks`` table, each row with its
+ecosystem (built in, or a folder the user names) and its parsed trace and checks.
+
+The dataset is read through its public read API (``connect``, ``check_read_only``), and
+only from :func:`load_rows`.  Bad input — no dataset, a ``where`` that DuckDB refuses, an
+ecosystem that cannot be found, a folder not exported by taskfactory — raises
+:class:`tasks.exports.harbor.HarborError` naming the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from environments.ecosystems import Ecosystem
+from schemas.graph import WorkflowGraph
+from schemas.records import TaskRow
+from schemas.trace import Trace
+from schemas.verifier import Check
+from tasks.dataset.store.paths import check_name, open_file
+from tasks.exports.harbor import HarborError
+from tasks.gate.controls import ControlTask
+from tasks.reconstruct.program import program_trace
+
+
+@dataclass(frozen=True)
+class ExportTask:
+    """A task row with its ecosystem and parsed trace and checks."""
+
+    row: TaskRow
+    eco: Ecosystem
+    trace: Trace
+    checks: list[Check]
+
+    @classmethod
+    def of(cls, row: TaskRow, eco: Ecosystem) -> ExportTask:
+        checks = [Check.model_validate(c) for c in json.loads(row.checks_json)]
+        return cls(row, eco, Trace.model_validate_json(row.trace_json), checks)
+
+    @property
+    def reconstruct(self) -> bool:
+        return self.row.kind == "reconstruct"
+
+    @property
+    def case_refs(self) -> list[dict]:
+        """A reconstruct task's cases as its row records them (name, seed, public, args),
+        public first; empty on other kinds."""
+        return json.loads(self.row.cases_json or "[]")
+
+    @property
+    def graph(self) -> WorkflowGraph:
+        return WorkflowGraph.model_validate_json(self.row.graph_json)
+
+    @property
+    def controlled(self) -> ControlTask:
+        """What the gate's controls read of the task (on a reconstruct task, as the gate
+        reads it: the trace of the reference program, and the first public example)."""
+        if self.reconstruct:
+            public = next(c["name"] for c in self.case_refs if c["public"])
+            return ControlTask(self.eco, program_trace(self.eco, self.graph, self.trace),
+                               self.checks, self.row.instruction, public_case=public)
+        return ControlTask(self.eco, self.trace, self.checks, self.row.instruction)
+
+    @property
+    def folder_name(self) -> str:
+        """``<ecosystem>-<task id>``; HarborError unless both are plain names (a crafted
+        row must not name a folder outside ``--out``)."""
+        for what, value in (("ecosystem", self.row.ecosystem), ("task id", self.row.task_id)):
+            try:
+                check_name(value, what)
+            except ValueError as exc:
+                raise HarborError(f"{exc}; the dataset's tasks table is damaged or was "
+                                  "crafted: this task cannot be exported") from None
+        return f"{self.row.ecosystem}-{self.row.task_id}"
+
+    @property
+    def harbor_name(self) -> str:
+        return f"taskfactory/{self.folder_name}"
+
+
+def load_rows(data: Path, where: str | None = None) -> list[TaskRow]:
+    """The accepted tasks in ``data`` matching ``where``, one per task id; DatasetError
+    when there is no dataset at ``data`` or it was written by an older taskfactory."""
+    from tasks.dataset import Dataset, QueryError
+
+    try:
+        return Dataset.open(data).task_rows(where)
+    except QueryError as exc:
+        raise HarborError(f"--where: {exc}") from None
+
+
+def load_ecosystems(names: Iterable[str], folders: list[Path]) -> dict[str, Ecosystem]:
+    """Ecosystem by name: the ``--ecosystem-dir`` folders first, then the built-ins."""
+    from environments.ecosystems import EcosystemError, builtin_names, load_ecosystem
+
+    found: dict[str, Ecosystem] = {}
+    for folder in folders:
+        try:
+            eco = load_ecosystem(str(folder))
+        except EcosystemError as exc:
+            raise HarborError(f"--ecosystem-dir: {exc}") from None
+        found.setdefault(eco.name, eco)
+    for name in sorted(set(names) - set(found)):
+        if name not in builtin_names():
+            raise HarborError(f"tasks use ecosystem {name!r}, which is not built in; pass its "
+                              f"folder with --ecosystem-dir")
+        found[name] = load_ecosystem(name)
+    return found
+
+
+def selected_tasks(data: Path, where: str | None, folders: list[Path]) -> list[ExportTask]:
+    """The accepted tasks in ``data`` matching ``where``, with their ecosystems (at least
+    one, else HarborError)."""
+    rows = load_rows(data, where)
+    if not rows:
+        raise HarborError(f"no accepted task in {data} matches"
+                          + (f" --where {where}" if where else "")
+                          + "; look with `taskfactory query \"select ... from tasks\"`")
+    ecos = load_ecosystems({r.ecosystem for r in rows}, folders)
+    return [ExportTask.of(row, ecos[row.ecosystem]) for row in rows]
+
+
+def task_folders(root: Path) -> list[Path]:
+    """``root`` when it is an exported task folder, else the task folders in it."""
+    if (root / "task.toml").is_file():
+        return [root]
+    if not root.is_dir():
+        raise HarborError(f"no exported task folder at {root}; export some with "
+                          "`taskfactory export harbor --out DIR`")
+    found = sorted(p for p in root.iterdir() if (p / "task.toml").is_file()
+                   and not p.name.startswith("."))
+    if not found:
+        raise HarborError(f"{root} holds no task folder (none has a task.toml)")
+    return found
+
+
+def exported_task_id(folder: Path) -> str | None:
+    """The task id an exported folder's ``task.toml`` names in ``[metadata.taskfactory]``;
+    None when ``folder`` is not a real folder, or its ``task.toml`` is not a regular file
+    (never followed) naming one."""
+    try:
+        with open_file(folder, "task.toml") as f:
+            meta = tomllib.loads(f.read(1 << 20).decode())["metadata"]["taskfactory"]
+        return str(meta["task_id"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def folder_task_id(folder: Path) -> str:
+    """The task id an exported folder's ``task.toml`` names."""
+    task_id = exported_task_id(folder)
+    if task_id is None:
+        raise HarborError(f"{folder}/task.toml has no [metadata.taskfactory] task_id; it was "
+                          "not exported by taskfactory")
+    return task_id
+
+
+def folder_tasks(folders: list[Path], data: Path,
+                 ecosystem_dirs: list[Path]) -> list[tuple[ExportTask, Path]]:
+    """Each exported folder with its task, read from the dataset it was exported from."""
+    ids = {folder: folder_task_id(folder) for folder in folders}
+    quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in sorted(set(ids.values())))
+    rows = {r.task_id: r for r in load_rows(data, f"task_id in ({quoted})")}
+    missing = sorted(set(ids.values()) - set(rows))
+    if missing:
+        raise HarborError(f"{len(missing)} task(s) are not in {data} (e.g. {missing[0]}); "
+                          "pass the dataset they were exported from with --data")
+    ecos = load_ecosystems({r.ecosystem for r in rows.values()}, ecosystem_dirs)
+    return [(ExportTask.of(rows[ids[f]], ecos[rows[ids[f]].ecosystem]), f) for f in folders]

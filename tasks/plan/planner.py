@@ -1,0 +1,210 @@
+"""Planning: seeded workflow graphs whose every input is satisfiable by construction.
+
+Each candidate gets its own seed, derived from the run seed and its index.  The planner
+lists the candidate's seeded paths (pure Python), picks a target depth from a weighted
+distribution and a shape (``chain``, ``fan_out``, ``fan_in``, ``diamond``), and grows the
+graph with :mod:`tasks.plan.shapes`, which assigns tools by semantic type.
+
+Typed inputs bind to an upstream output of a compatible type or to a state file of a
+compatible type; content-dependent literals are ``sample`` bindings resolved at execution
+time from what is really in the sandbox; new names are ``fresh`` literals.  A read tool
+ends a graph (its output is the answer) unless it is a lookup (``observes_value``: one
+typed value, such as a ticket id or a commit): a lookup may also start or sit inside a
+graph when a later write takes its output, which execution passes on as the value the
+lookup really printed.  Where lookups can start a graph, the planner starts with one
+with probability :data:`LOOKUP_SHARE` (a fan-out or a diamond then branches from the
+write that takes the looked-up value).  A graph uses each tool once, so branches grow
+from a value two different tools can take.  A shape that the ecosystem's tools cannot
+form falls back to a chain.  Duplicate fingerprints within a run are re-planned.
+
+A candidate's kind, fault and scenario are drawn first (:mod:`tasks.plan.mix`).  A scenario
+limits the tools a graph grows with to its recipe and weighs them.  A fix graph starts
+from a fault injector's planted defect (``WorkflowGraph.fault``): its first steps are the
+injector's repair tools, whose sampled inputs find the defect at execution time, then a
+short chain builds on the repaired state.  Repair tools appear nowhere else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from environments.ecosystems import Ecosystem
+from schemas.graph import Candidate, TaskKind, WorkflowGraph
+from tasks.plan.layout import CASES_HIDDEN, CASES_PUBLIC, layout_shared
+from tasks.plan.mix import (
+    DEFAULT_KINDS,
+    OFF_SCENARIO_SHARE,
+    draw_fault,
+    draw_scenarios,
+    draws_reconstruct,
+    parse_weights,
+    plantable,
+)
+from tasks.plan.shapes import LOOKUP_SHARE, SHAPES, GraphBuilder, chain, fix_chain
+
+MAX_REPLANS = 40
+OUTSIDE_REPLANS = 15
+"""Re-plans of a candidate, out of :data:`MAX_REPLANS`, that leave its scenarios."""
+DEPTHS = range(1, 9)
+"""The workflow depths a run may plan."""
+DEFAULT_DEPTH_WEIGHTS: dict[int, float] = {1: 1, 2: 2, 3: 3, 4: 3, 5: 2, 6: 2, 7: 1, 8: 1}
+SHAPE_WEIGHTS = {"chain": 4, "fan_out": 2, "fan_in": 2, "diamond": 2}
+FIX_DEPTH_WEIGHTS: dict[int, float] = {2: 1, 3: 2, 4: 3, 5: 3, 6: 2}
+"""Depths of a fix graph: its repair steps, then a short chain on the repaired state."""
+
+
+class PlanningError(RuntimeError):
+    """No satisfiable graph could be planned."""
+
+
+@dataclass(frozen=True)
+class PlanStats:
+    planned: int
+    duplicates_replanned: int
+
+
+def candidate_seed(run_seed: int, index: int) -> int:
+    digest = hashlib.sha256(f"taskfactory:{run_seed}:{index}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def parse_depth_weights(text: str) -> dict[int, float]:
+    """``"1:1,2:2,3:3"`` -> ``{1: 1.0, 2: 2.0, 3: 3.0}``; ValueError names what is wrong."""
+    weights = parse_weights(text, "depth:weight pairs like 1:1,2:3")
+    try:
+        depths = {int(d): w for d, w in weights.items()}
+    except ValueError:
+        raise ValueError(f"expected depth:weight pairs like 1:1,2:3, got {text!r}") from None
+    wrong = [d for d in depths if d not in DEPTHS]
+    if wrong:
+        raise ValueError(f"depth must be {DEPTHS[0]}..{DEPTHS[-1]}, got {wrong[0]}")
+    return depths
+
+
+def consumes_observed(graph: WorkflowGraph, eco: Ecosystem) -> bool:
+    """Some step takes as input the value a read step printed (an observed value)."""
+    reads = {s.id for s in graph.steps if eco.spec.tool(s.tool).effect == "read"}
+    return any(b.kind == "step" and b.step in reads for s in graph.steps for b in s.bind.values())
+
+
+def _draw_depth(rng: random.Random, depth_weights: dict[int, float] | None) -> int:
+    weights = depth_weights or DEFAULT_DEPTH_WEIGHTS
+    depths = sorted(weights)
+    return rng.choices(depths, weights=[weights[d] for d in depths])[0]
+
+
+def drawn_depth(seed: int, depth_weights: dict[int, float] | None = None,
+                fix_steps: int = 0) -> int:
+    """The depth :func:`plan_graph` aims at for ``seed`` (a fix graph's, with
+    ``fix_steps`` repair steps: from :data:`FIX_DEPTH_WEIGHTS`, at least those steps); a
+    graph comes out shallower when the planner finds no tool to extend it (nothing
+    consumes its last output's type) or ends it with a read first."""
+    if fix_steps:
+        return max(fix_steps, _draw_depth(random.Random(f"{seed}:fix-depth"),
+                                          FIX_DEPTH_WEIGHTS))
+    return _draw_depth(random.Random(seed), depth_weights)
+
+
+def plan_graph(eco: Ecosystem, seed: int, depth_weights: dict[int, float] | None = None,
+               usage: Counter[str] | None = None, fault: str | None = None,
+               scenario: str | None = None, lookup: bool | None = None) -> WorkflowGraph:
+    """One graph over the state seeded with ``seed``; depth drawn from ``depth_weights``.
+    With ``fault``, a fix graph: that injector's repair steps, then a short chain
+    (:data:`FIX_DEPTH_WEIGHTS`).  With ``scenario``, the graph grows with that scenario's
+    tools only, picked by their weights; where they cannot start from the seeded state, the
+    graph is planned outside the scenario.
+
+    ``usage`` (tool name -> uses so far in the run) makes rarely used tools likelier;
+    ``lookup`` says whether the graph starts with a lookup where one can (None: with
+    probability :data:`LOOKUP_SHARE`)."""
+    rng = random.Random(seed)
+    depth = _draw_depth(rng, depth_weights)
+    shape = rng.choices(list(SHAPE_WEIGHTS), weights=list(SHAPE_WEIGHTS.values()))[0]
+    state = {p: t for p in eco.state_paths(seed) if (t := eco.state_type(p))}
+    usage = usage if usage is not None else Counter()
+    recipe = dict(eco.spec.scenario(scenario).tools) if scenario else None
+
+    def builder(salt: str) -> GraphBuilder:
+        return GraphBuilder(eco, random.Random(f"{seed}:{salt}"), state, usage=usage,
+                        lookup=lookup, recipe=recipe)
+
+    if fault is not None:
+        b = builder(f"fix:{fault}")
+        repair = eco.spec.fault(fault).repair
+        fix_chain(b, repair, drawn_depth(seed, fix_steps=len(repair)))
+        return WorkflowGraph(ecosystem=eco.name, shape="chain", steps=b.steps, fault=fault,
+                             scenario=scenario)
+    if shape in SHAPES:
+        b = builder(shape)
+        if SHAPES[shape](b, depth):
+            return WorkflowGraph(ecosystem=eco.name, shape=shape, steps=b.steps,
+                                 scenario=scenario)
+    b = builder("chain")
+    chain(b, depth)
+    if not b.steps and scenario:
+        return plan_graph(eco, seed, depth_weights, usage, lookup=lookup)
+    if not b.steps:
+        raise PlanningError(f"no tool of {eco.name!r} can start from the seeded state")
+    return WorkflowGraph(ecosystem=eco.name, shape="chain", steps=b.steps, scenario=scenario)
+
+
+def iter_candidates(eco: Ecosystem, n: int, run_seed: int,
+                    depth_weights: dict[int, float] | None = None,
+                    kinds: dict[TaskKind, float] | None = None,
+                    off_scenario: float = OFF_SCENARIO_SHARE
+                    ) -> Iterator[tuple[Candidate, int]]:
+    """``n`` candidates with distinct fingerprints, one at a time, each with the number of
+    duplicate fingerprints re-planned before it (bounded by :data:`MAX_REPLANS`); their
+    kinds, faults and scenarios drawn as :mod:`tasks.plan.mix` says.  A fix candidate whose seed
+    has no place for its fault's defect becomes a build candidate.  Re-plans go round the
+    scenarios that fit the candidate, and the last :data:`OUTSIDE_REPLANS` are planned
+    outside any (a scenario's graphs are fewer than the ecosystem's), where the graph may
+    start with a lookup or not whatever the candidate drew."""
+    seen: set[str] = set()
+    usage: Counter[str] = Counter()
+    faults_used: Counter[str] = Counter()
+    scenarios_used: Counter[str] = Counter()
+    for index in range(n):
+        dupes = 0
+        fault = draw_fault(eco, index, run_seed, kinds or DEFAULT_KINDS, faults_used)
+        reconstruct = draws_reconstruct(eco, index, run_seed, kinds or DEFAULT_KINDS)
+        scenarios = draw_scenarios(eco, index, run_seed, fault, off_scenario, scenarios_used)
+        # drawn once, so that re-plans do not favour the commoner graphs without a lookup
+        lookup = random.Random(f"taskfactory:lookup:{run_seed}:{index}").random() < LOOKUP_SHARE
+        for attempt in range(MAX_REPLANS):
+            seed = candidate_seed(run_seed, index * 1000 + attempt)
+            inside = scenarios and attempt < MAX_REPLANS - OUTSIDE_REPLANS
+            scenario = scenarios[attempt % len(scenarios)] if inside else None
+            starts = False if reconstruct else lookup if inside or not scenarios else None
+            graph = plan_graph(eco, seed, depth_weights, usage, fault, scenario, starts)
+            if reconstruct:
+                graph = graph.model_copy(update={"reconstruct": True})
+                if not layout_shared(eco, graph, seed, CASES_PUBLIC + CASES_HIDDEN - 1):
+                    continue  # other seeds do not lay out what it reads: plan another
+            if graph.fingerprint() not in seen:
+                break
+            dupes += 1
+        if fault and not plantable(eco, seed, fault):  # no place for the defect: build
+            graph = plan_graph(eco, seed, depth_weights, usage, None, graph.scenario, lookup)
+        seen.add(graph.fingerprint())
+        usage.update(s.tool for s in graph.steps)
+        faults_used.update([graph.fault] if graph.fault else [])
+        scenarios_used.update([graph.scenario] if graph.scenario else [])
+        cid = hashlib.sha256(f"{eco.digest}:{seed}:{graph.model_dump_json()}".encode())
+        yield Candidate(candidate_id=cid.hexdigest()[:16], index=index, ecosystem=eco.name,
+                        seed=seed, graph=graph), dupes
+
+
+def plan_candidates(eco: Ecosystem, n: int, run_seed: int,
+                    depth_weights: dict[int, float] | None = None,
+                    kinds: dict[TaskKind, float] | None = None,
+                    off_scenario: float = OFF_SCENARIO_SHARE
+                    ) -> tuple[list[Candidate], PlanStats]:
+    """:func:`iter_candidates` as a list, with the run's planning stats."""
+    planned = list(iter_candidates(eco, n, run_seed, depth_weights, kinds, off_scenario))
+    return [c for c, _ in planned], PlanStats(planned=len(planned),
+                                              duplicates_replanned=sum(d for _, d in planned))
