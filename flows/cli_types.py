@@ -48,10 +48,14 @@ NAME_MAX, PATH_MAX = 255, 4095
 def path(value: str) -> Path:
     """A path the operating system can take (each name at most 255 bytes, the whole at
     most 4095): a longer one fails every call with ENAMETOOLONG.  Never empty: an empty
-    path would name the current folder without saying so."""
+    path would name the current folder without saying so.  Never with a NUL byte, which
+    every system call refuses."""
     if not value.strip():
         raise argparse.ArgumentTypeError("an empty path; name the file or folder (use . for "
                                          "the current folder)")
+    if "\0" in value:
+        raise argparse.ArgumentTypeError("a path with a NUL byte, which no file name holds; "
+                                         "write the path without it")
     raw = os.fsencode(value)
     if len(raw) > PATH_MAX or any(len(part) > NAME_MAX for part in raw.split(b"/")):
         raise argparse.ArgumentTypeError(
