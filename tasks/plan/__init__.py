@@ -1,1 +1,14 @@
-"""placeholder"""
+"""Planning: what each candidate is, before anything runs (pure and seeded).
+
+- ``mix``: the run's mix — each candidate's kind, planted fault and scenario;
+- ``planner``: seeded workflow graphs whose every input is satisfiable by construction,
+  and the candidates of a run (:func:`~tasks.plan.planner.plan_candidates`);
+- ``shapes``: :class:`~tasks.plan.shapes.GraphBuilder`, which grows one graph of a shape
+  and assigns tools by semantic type;
+- ``layout``: the seeded paths a reconstruct program is written against;
+- ``diversity``: how diverse a planned batch is (``taskfactory plan``).
+
+Imports nothing else of ``tasks/``.
+"""
+
+__all__ = ["diversity", "layout", "mix", "planner", "shapes"]

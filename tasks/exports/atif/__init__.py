@@ -9,6 +9,8 @@ and ``importer`` adds them to ``rollouts`` for ``taskfactory import atif``.
 Imports neither Prefect nor Docker.
 """
 
+__all__ = ["AtifError", "export", "importer"]
+
 
 class AtifError(ValueError):
     """Bad ATIF input or output: the message names the problem and the fix."""

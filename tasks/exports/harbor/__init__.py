@@ -17,6 +17,8 @@ Exporting imports neither Prefect nor Docker, except for a reconstruct task: its
 examples are made afresh in a sandbox of its environment (:mod:`tasks.exports.harbor.rebuild`).
 """
 
+__all__ = ["HarborError", "check", "export", "rebuild", "source"]
+
 
 class HarborError(ValueError):
     """Bad input to an export or a check: a task that cannot be exported as it is, a

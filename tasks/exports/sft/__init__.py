@@ -7,6 +7,8 @@ the trainer configs and README beside the file, and ``export`` streams it all to
 Imports neither Prefect nor Docker.
 """
 
+__all__ = ["ExportError", "export", "families", "preference"]
+
 
 class ExportError(ValueError):
     """Bad export input: the message names the problem and the fix."""
