@@ -86,7 +86,7 @@ class Provenance(BaseModel):
     created_at: datetime
 
 
-class _Row(BaseModel):
+class TableRow(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     schema_version: int = SCHEMA_VERSION
@@ -95,7 +95,7 @@ class _Row(BaseModel):
     without it."""
 
 
-class TaskRow(_Row):
+class TaskRow(TableRow):
     """An accepted task: everything needed to run, verify and export it."""
 
     task_id: str
@@ -189,7 +189,7 @@ class Message(BaseModel):
     weight: int = 0
 
 
-class TrajectoryRow(_Row):
+class TrajectoryRow(TableRow):
     trajectory_id: str
     task_id: str
     run_id: str
@@ -224,7 +224,7 @@ class RolloutTurn(BaseModel):
     """Seconds waiting for the endpoint, retries included."""
 
 
-class RolloutRow(_Row):
+class RolloutRow(TableRow):
     """One attempt of an agent on a task, in a fresh sandbox from the task's initial state.
 
     The conversation columns (``trajectory_id`` .. ``tools``) have the shape of
@@ -273,7 +273,7 @@ class RolloutRow(_Row):
     schema 11 and on imported attempts)."""
 
 
-class AttemptRow(_Row):
+class AttemptRow(TableRow):
     """Every candidate, accepted or rejected, with the stage it reached and why.
 
     ``errored``: the infrastructure failed under the candidate (reason ``engine`` or
@@ -317,7 +317,7 @@ class AttemptRow(_Row):
     created_at: datetime
 
 
-class StepRow(_Row):
+class StepRow(TableRow):
     """One executed step of an accepted task's reference trace."""
 
     task_id: str
@@ -337,7 +337,7 @@ class StepRow(_Row):
     output_type: str
 
 
-class RunRow(_Row):
+class RunRow(TableRow):
     """One row per finished run, written last (a killed run has none until resumed)."""
 
     run_id: str
@@ -360,7 +360,7 @@ class RunRow(_Row):
     """Rejected by dedup (counted in ``rejected`` too)."""
 
 
-TABLES: dict[str, type[_Row]] = {
+TABLES: dict[str, type[TableRow]] = {
     "tasks": TaskRow,
     "trajectories": TrajectoryRow,
     "steps": StepRow,
