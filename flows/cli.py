@@ -1,5 +1,6 @@
 """The ``taskfactory`` command line: run, plan, query, stats, card, export, check-harbor,
-solve (:mod:`flows.cli_solve`), import (:mod:`flows.cli_atif`), serve.
+check-ecosystem (:mod:`flows.cli_ecosystem`), solve (:mod:`flows.cli_solve`), import
+(:mod:`flows.cli_atif`), serve.
 
 ``repair`` and ``vacuum`` (:mod:`flows.cli_repair`) mend a dataset folder.
 
@@ -487,6 +488,7 @@ def build_parser() -> argparse.ArgumentParser:
     _plan_parser(sub)
     _export_parsers(sub)
     from flows import cli_atif
+    from flows.cli_ecosystem import add_check_ecosystem_parser
     from flows.cli_harbor import add_check_parser
     from flows.cli_repair import add_repair_parsers
     from flows.cli_solve import add_solve_parser
@@ -494,6 +496,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_atif.add_import_parser(sub)
     add_solve_parser(sub)
     add_check_parser(sub)
+    add_check_ecosystem_parser(sub)
     add_repair_parsers(sub)
     serve = sub.add_parser("serve", help="serve the flow on a cron schedule")
     _run_options(serve)
