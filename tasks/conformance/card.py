@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from environments.ecosystems import Ecosystem
-from tasks.conformance.checks import Finding
+from tasks.conformance.checks import Finding, up_to_first_failure
 from tasks.plan.mix import REFERENCE
 
 REASON_SECTIONS = {"overspecified": "5-alternatives", "ambiguous": "2-tools",
@@ -47,7 +47,10 @@ class Card:
     def lines(self) -> list[str]:
         """The card, one line per check, trial figure and gap."""
         out = [f"ecosystem {self.eco.name} ({self.eco.folder})"]
-        out += [f.line() for f in self.findings]
+        shown, left_out = up_to_first_failure(self.findings)
+        out += [f.line() for f in shown]
+        if left_out:
+            out.append(f"skip {left_out} later checks: they build on the one that fails")
         out += self._trial_lines() + self._gap_lines()
         verdict = ("passes: it makes valid tasks" if self.passes() else
                    "fails: fix each FAIL line, then check again")

@@ -97,17 +97,17 @@ def unavailable(eco: Ecosystem, kinds: dict[TaskKind, float], where_possible: li
     gaps = []
     if kinds.get("fix") and "fix" not in where_possible and spec.faults is None:
         gaps.append(f"ecosystem {name} has no fault injectors, so it makes no fix tasks: add "
-                    f"`faults:` to its ecosystem.yaml ({REFERENCE}#faults), or ask for "
+                    f"`faults:` to its ecosystem.yaml ({REFERENCE}#8-faults), or ask for "
                     "fix tasks where possible (--kinds build:2,fix?:1)")
     if kinds.get("reconstruct") and "reconstruct" not in where_possible and spec.service:
         gaps.append(f"ecosystem {name} keeps its state in a running service, and a "
                     "reconstruct task's program works on a folder: give it a folder "
-                    f"interface ({REFERENCE}#reconstruct), or ask for reconstruct tasks "
+                    f"interface ({REFERENCE}#reconstruct-tasks), or ask for reconstruct tasks "
                     "where possible (--kinds build:2,reconstruct?:1)")
     if require_observation and not (spec.describers or spec.discovery):
         gaps.append(f"ecosystem {name} declares neither describers nor discovery, so no task "
                     "of it needs observation: add `describers:` to its ecosystem.yaml "
-                    f"({REFERENCE}#describers), or drop --require-observation")
+                    f"({REFERENCE}#7-describers), or drop --require-observation")
     return gaps
 
 
@@ -116,7 +116,7 @@ def downgraded(eco: Ecosystem, kinds: dict[TaskKind, float]) -> list[str]:
     notes = []
     if kinds.get("fix") and eco.spec.faults is None:
         notes.append(f"ecosystem {eco.name} has no fault injectors: its share of fix tasks "
-                     f"is planned as build tasks (add `faults:`, {REFERENCE}#faults)")
+                     f"is planned as build tasks (add `faults:`, {REFERENCE}#8-faults)")
     if kinds.get("reconstruct") and eco.spec.service is not None:
         notes.append(f"ecosystem {eco.name} keeps its state in a service: its share of "
                      "reconstruct tasks is planned as build tasks")
