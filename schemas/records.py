@@ -36,16 +36,18 @@ ActionSpace = Literal["function", "terminal"]
 InstructionStyle = Literal["goal", "spec", "step"]
 """``goal``: the deliverables only (the default); ``spec``: every checked output, with every
 literal; ``step``: the spec items as ordered steps (see ``tasks/instruct/instruction.py``)."""
-StageName = Literal["sandbox", "realize", "execute", "cases", "verify", "describe", "draft",
-                    "validate", "instruct", "trajectories", "accepted", "dedup"]
-"""Where a candidate stopped (``attempts.stage``, ``StageFailure.stage``).  The pipeline's
-stages, in order (``tasks/pipeline.py``): ``sandbox`` (open and realize the environment),
-``execute``, ``cases`` (a reconstruct task's cases),
-``verify`` (checks, verifier, solution), ``describe`` (literals named by
-description), ``draft`` (the template instruction),
-``validate`` (the gate), ``instruct`` (preservation, paraphrase), ``trajectories``; plus
-``realize``, a realization's own failure in whichever stage realized, ``accepted`` (every
-stage passed) and ``dedup`` (a duplicate of a task the dataset holds)."""
+StageName = Literal["sandbox", "execute", "cases", "verify", "describe", "draft",
+                    "validate", "instruct", "trajectories", "realize", "accepted", "dedup"]
+"""Where a candidate stopped (``attempts.stage``, ``StageFailure.stage``): the pipeline's
+stages, in the order ``tasks.pipeline.PIPELINE`` runs them (a unit test checks it) —
+``sandbox`` (open and realize the environment), ``execute``, ``cases`` (a reconstruct
+task's cases), ``verify`` (checks, verifier, solution), ``describe`` (literals named by
+description), ``draft`` (the template instruction), ``validate`` (the gate),
+``instruct`` (preservation, paraphrase), ``trajectories`` — then :data:`NOT_A_STAGE`."""
+NOT_A_STAGE = ("realize", "accepted", "dedup")
+"""The stage names that are not stages: ``realize``, a realization's own failure in
+whichever stage realized; ``accepted`` (every stage passed); ``dedup`` (a duplicate of a
+task the dataset holds)."""
 AttemptStatus = Literal["accepted", "rejected", "errored"]
 StopReason = Literal["solved", "gave_up", "turn_limit", "timeout", "malformed_call",
                      "endpoint_error", "imported"]
