@@ -172,6 +172,8 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
         if not todo and not resume:  # a repeated run adds nothing, not even a runs row
             return summarize(settings, run_id, base.type, placement, planned, chash, replanned,
                              False, t0, 0.0, RunTally())
+        run.keep_ecosystems((eco.name, eco.digest, eco.folder) for eco in map(
+            ecosystem, refs.values()) if not eco.builtin)
         run.begin()
         tally = _consume(run, todo, planned, settings, refs, base, kind, address)
         if not tally.errored:  # else unfinished: a resume runs the errored candidates again
