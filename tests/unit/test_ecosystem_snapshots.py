@@ -162,3 +162,24 @@ def test_vacuum_keeps_what_the_retention_window_protects(task_dataset, tmp_path,
     store_snapshot(data, "inv", OTHER, eco)
     assert cli("vacuum", "--data", data, "--older-than", "1h")[0] == 0
     assert os.listdir(data / FOLDER) == [f"inv-{OTHER}"]
+
+
+def test_an_export_loads_the_snapshot_of_the_tasks_version_and_refuses_a_changed_one(data):
+    """The inventory fixture's code (trusted in unit tests: it runs on this host)."""
+    from types import SimpleNamespace
+
+    from environments.ecosystems import load_ecosystem
+    from tasks.exports.harbor import HarborError
+    from tasks.exports.harbor.source import load_ecosystems
+
+    folder = Path("tests/fixtures/ecosystems/inventory")
+    digest = load_ecosystem(str(folder)).digest
+    store_snapshot(data, "inventory", digest, folder)
+    row = SimpleNamespace(ecosystem="inventory", ecosystem_version=f"1+{digest}")
+    (eco,) = load_ecosystems([row], [], data).values()
+    assert eco.folder == (data / FOLDER / f"inventory-{digest}").resolve()
+    assert eco.digest == digest
+    seed = data / FOLDER / f"inventory-{digest}" / "seed.py"
+    seed.write_text(seed.read_text() + "\n# changed\n")
+    with pytest.raises(HarborError, match="not what its name says: it was changed or crafted"):
+        load_ecosystems([row], [], data)
