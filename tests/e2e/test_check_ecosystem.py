@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.checklist_ecosystem import REPAIR_TOOLS, STEPS
+
 INVENTORY = Path("tests/fixtures/ecosystems/inventory")
 REFERENCE = "docs/ecosystem-reference.md#"
 
@@ -37,29 +39,9 @@ for root, dirs, files in os.walk("."):
 print(json.dumps({"files": state}, sort_keys=True, separators=(",", ":")))
 '''
 NO_PLANT = '''
-def negative_stock(files, seed):
+def flip_sign(files, seed):
     return dict(files)
 '''
-REPAIR_TOOL = """
-  - name: clear_negative
-    description: Set every negative quantity of a ledger to zero, in place.
-    effect: write
-    repair: true
-    params:
-      - {name: ledger, type: file.ledger, description: Ledger file to repair.}
-    returns: {type: file.ledger, parser: file, from_param: ledger, compare: text}
-    command: >-
-      grep -q -P '\\t-[0-9]+$' {{ ledger }} && awk -F'\\t' -v OFS='\\t' '$3 < 0 {$3 = 0} {print}'
-      {{ ledger }} > {{ ledger }}.tmp && mv {{ ledger }}.tmp {{ ledger }}
-    intent: the same ledger with every negative quantity set to zero
-faults:
-  module: faults.py
-  injectors:
-    - name: negative_stock
-      plant: negative_stock
-      repair: [clear_negative]
-      symptom: A ledger shows a negative quantity, which no shelf can hold.
-"""
 
 
 def _seed(folder: Path) -> None:
@@ -83,7 +65,7 @@ def _sampler(folder: Path) -> None:
 def _injector(folder: Path) -> None:
     (folder / "faults.py").write_text(NO_PLANT)
     with (folder / "ecosystem.yaml").open("a") as f:
-        f.write(REPAIR_TOOL)
+        f.write(REPAIR_TOOLS + STEPS["faults"])
 
 
 PLANTED = {"seed": (_seed, "seed: not deterministic", "1-seed"),
@@ -91,7 +73,7 @@ PLANTED = {"seed": (_seed, "seed: not deterministic", "1-seed"),
                      "10-shared-and-scratch-sections"),
            "sampler": (_sampler, "samplers: sku returns 'SKU-999', which is not in",
                        "4-samplers"),
-           "injector": (_injector, "fault injectors: negative_stock: does not plant",
+           "injector": (_injector, "fault injectors: flipped_sign: does not plant",
                         "8-faults")}
 
 
