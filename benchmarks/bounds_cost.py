@@ -38,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from throughput import one_run  # noqa: E402
 
-import flows.candidate  # noqa: E402
 import flows.factory  # noqa: E402
+import flows.run.candidate  # noqa: E402
 from environments.docker.config import DockerConfig  # noqa: E402
 from environments.ecosystems import BUILTIN_DIR, builtin_names, load_ecosystem  # noqa: E402
 from environments.ecosystems.code import TRUST, Placement, load_functions  # noqa: E402
@@ -51,7 +51,7 @@ def isolate(on: bool) -> None:
         os.environ["TASKFACTORY_ISOLATE_BUILTINS"] = "1"
     else:
         os.environ.pop("TASKFACTORY_ISOLATE_BUILTINS", None)
-    flows.candidate.ecosystem.cache_clear()  # loaded again, in or out of workers
+    flows.run.candidate.ecosystem.cache_clear()  # loaded again, in or out of workers
 
 
 def scratch(on: bool) -> None:

@@ -34,7 +34,7 @@ from harbor_tools import export, find_harbor, harbor_job, parser, sample  # noqa
 
 from environments.docker.config import DockerConfig  # noqa: E402
 from environments.docker.images import ecosystem_image  # noqa: E402
-from flows.providers import close_run, provider_for  # noqa: E402
+from flows.run.providers import close_run, provider_for  # noqa: E402
 from tasks.execute.realize import LiveEnvironment  # noqa: E402
 from tasks.exports.harbor.environment import base_image  # noqa: E402
 from tasks.exports.harbor.source import ExportTask  # noqa: E402

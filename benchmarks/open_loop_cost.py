@@ -19,8 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from environments.docker.config import DockerConfig  # noqa: E402
-from flows.candidate import build_candidate, ecosystem, sandbox_opener  # noqa: E402
-from flows.providers import close_run  # noqa: E402
+from flows.run.candidate import build_candidate, ecosystem, sandbox_opener  # noqa: E402
+from flows.run.providers import close_run  # noqa: E402
 from schemas.trace import Trace  # noqa: E402
 from schemas.verifier import Check  # noqa: E402
 from tasks.execute.realize import LiveEnvironment, probe  # noqa: E402

@@ -1,8 +1,8 @@
 """The ``taskfactory`` command line: run, plan, query, stats, card, export, check-harbor,
-check-ecosystem (:mod:`flows.cli_ecosystem`), solve (:mod:`flows.cli_solve`), import
-(:mod:`flows.cli_atif`), serve.
+check-ecosystem (:mod:`flows.commands.ecosystem`), solve (:mod:`flows.commands.solve`), import
+(:mod:`flows.commands.atif`), serve.
 
-``repair`` and ``vacuum`` (:mod:`flows.cli_repair`) mend a dataset folder.
+``repair`` and ``vacuum`` (:mod:`flows.commands.repair`) mend a dataset folder.
 
 Commands that run no flow never import Prefect or Docker.  Bad input ends with one line
 ``taskfactory: error: ...`` on stderr and exit code 2, before anything is written.
@@ -22,12 +22,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args, get_origin
 
-from flows.cli_data import cmd_card, cmd_query, cmd_stats, hold_for_run, resume_settings
-from flows.cli_types import add_trust_option, number, path, text, whole
-from flows.usage import UsageError, one_line, option_error
+from flows.commands.arguments import add_trust_option, number, path, text, whole
+from flows.commands.data import cmd_card, cmd_query, cmd_stats, hold_for_run, resume_settings
+from flows.commands.usage import UsageError, one_line, option_error
 
 if TYPE_CHECKING:
-    from flows.summary import RunSummary
+    from flows.run.summary import RunSummary
 
 EXIT_USAGE = 2
 EXIT_CORRUPT = 3
@@ -187,14 +187,14 @@ def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
         print(f"warning: {message}", file=sys.stderr)
 
     settings = settings.runnable_on(backend, left_out)
-    from flows.api_server import quiet_prefect, server_unless_configured
+    from flows.commands.api_server import quiet_prefect, server_unless_configured
 
     quiet_prefect()
     server = server_unless_configured()
     from environments.ecosystems.usercode import UserCodeError
-    from flows.api_server import ServerError
+    from flows.commands.api_server import ServerError
     from flows.factory import plan_ahead, run_factory
-    from flows.providers import close_run
+    from flows.run.providers import close_run
     from tasks.dataset.provenance import new_run_id
     from tasks.plan.planner import PlanningError
 
@@ -332,7 +332,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def _serve(settings, name: str, cron: str) -> int:  # noqa: ANN001
     """Serve the checked settings until stopped."""
-    from flows.api_server import quiet_prefect
+    from flows.commands.api_server import quiet_prefect
 
     quiet_prefect()
     from prefect.types.entrypoint import EntrypointType
@@ -476,13 +476,13 @@ def _export_parsers(sub: argparse._SubParsersAction) -> None:
     sft.add_argument("--out", type=path, required=True, help="JSONL file to write")
     sft.add_argument("--data", type=path, default=Path("data"))
     sft.set_defaults(func=cmd_export_sft)
-    from flows import cli_atif
-    from flows.cli_harbor import add_export_parser
-    from flows.cli_solve import add_preference_parser
+    from flows.commands import atif
+    from flows.commands.harbor import add_export_parser
+    from flows.commands.solve import add_preference_parser
 
     add_export_parser(targets)
     add_preference_parser(targets)
-    cli_atif.add_export_parser(targets)
+    atif.add_export_parser(targets)
 
 
 @functools.cache  # built once per process: parsing leaves it unchanged
@@ -502,13 +502,13 @@ def build_parser() -> argparse.ArgumentParser:
     _dataset_parsers(sub)
     _plan_parser(sub)
     _export_parsers(sub)
-    from flows import cli_atif
-    from flows.cli_ecosystem import add_check_ecosystem_parser
-    from flows.cli_harbor import add_check_parser
-    from flows.cli_repair import add_repair_parsers
-    from flows.cli_solve import add_solve_parser
+    from flows.commands import atif
+    from flows.commands.ecosystem import add_check_ecosystem_parser
+    from flows.commands.harbor import add_check_parser
+    from flows.commands.repair import add_repair_parsers
+    from flows.commands.solve import add_solve_parser
 
-    cli_atif.add_import_parser(sub)
+    atif.add_import_parser(sub)
     add_solve_parser(sub)
     add_check_parser(sub)
     add_check_ecosystem_parser(sub)

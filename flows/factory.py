@@ -3,16 +3,16 @@
 Wiring only — what runs, in what order, with what concurrency: settings and backends,
 plan, open the run on the dataset, submit, consume in order, finish, report.  The stages
 live in ``tasks/`` and run in the order of :mod:`tasks.pipeline`, wired per candidate in
-:mod:`flows.candidate`; what the run writes — what it skips, dedup, provenance, commits,
+:mod:`flows.run.candidate`; what the run writes — what it skips, dedup, provenance, commits,
 how a run finishes or fails — in :mod:`tasks.dataset` (:class:`tasks.dataset.Dataset`,
 :mod:`tasks.dataset.run_writer`).
 
 Candidates start in index order, ``workers`` at a time and each with a slot of the
-server's ``sandbox`` limit when there is one (:mod:`flows.admission`), with at most
+server's ``sandbox`` limit when there is one (:mod:`flows.run.admission`), with at most
 ``WINDOW_PER_WORKER * workers`` not yet consumed; their outcomes are consumed **in index
 order** and a consumed future is dropped at once.  Memory is bounded by that window and
 the writer's buffer, plus ~2 KB per planned candidate (the plan is held as JSON,
-:mod:`flows.planned`); dedup decisions (which depend on what came before) are the same on
+:mod:`flows.run.planned`); dedup decisions (which depend on what came before) are the same on
 every run.
 
 Annotations here are real objects, not postponed strings: a served flow runs in a new
@@ -38,19 +38,20 @@ from prefect.runtime import flow_run
 from prefect.states import State
 
 from environments.config import BackendConfig
+from environments.docker.images import image_id
 from environments.registry import resolve_backend
 from environments.sandbox import SandboxError
-from flows import heap, ui
-from flows.admission import Admission
-from flows.candidate import build_candidate, ecosystem, engine_failure
-from flows.infrastructure import retried
 from flows.parameters import effective_settings
-from flows.planned import PlannedCandidates
-from flows.progress import Progress
-from flows.providers import close_run, image_id, open_run, provider_for, run_closed
-from flows.runners import Runner, chosen_runner, make_task_runner
+from flows.run import heap, ui
+from flows.run.admission import Admission
+from flows.run.candidate import build_candidate, ecosystem, engine_failure
+from flows.run.infrastructure import retried
+from flows.run.planned import PlannedCandidates
+from flows.run.progress import Progress
+from flows.run.providers import close_run, open_run, provider_for, run_closed
+from flows.run.runners import Runner, chosen_runner, make_task_runner
+from flows.run.summary import RunFacts, RunSummary, summarize
 from flows.settings import RunSettings
-from flows.summary import RunSummary, summarize
 from schemas.graph import Candidate
 from tasks.dataset import Dataset, DatasetError
 from tasks.dataset.dedup import DedupIndex
@@ -69,12 +70,12 @@ RESULTS = ".results"
 
 def run_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendConfig,
                   run_id: str, settings: CandidateSettings, config_hash: str) -> State:
-    """:func:`flows.candidate.build_candidate`, ending in a state named after its outcome
-    (:func:`flows.ui.outcome_state`; the result is the :class:`Outcome`).  ``config_hash``
+    """:func:`flows.run.candidate.build_candidate`, ending in a state named after its outcome
+    (:func:`flows.run.ui.outcome_state`; the result is the :class:`Outcome`).  ``config_hash``
     (code, images, templates, ...) is unused here but part of the task's cache key.  Runs
     in the process that executes the candidate (a Dask worker too), so each keeps its own
     heap trimmed.  Infrastructure failures are waited out and run again
-    (:mod:`flows.infrastructure`)."""
+    (:mod:`flows.run.infrastructure`)."""
     def attempt() -> Outcome:
         return build_candidate(candidate, ecosystem_ref, backend, run_id, settings)
 
@@ -169,9 +170,9 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
         logger.info("run %s: %d candidates of %s on the %s backend, %d already in the "
                     "dataset, flow run %s", run_id, planned, ", ".join(refs),
                     base.type, planned - len(todo), flow_run.get_id())
+        facts = RunFacts(run_id, base.type, placement, planned, chash, replanned, t0)
         if not todo and not resume:  # a repeated run adds nothing, not even a runs row
-            return summarize(settings, run_id, base.type, placement, planned, chash, replanned,
-                             False, t0, 0.0, RunTally())
+            return summarize(settings, facts, False, 0.0, RunTally())
         run.keep_ecosystems((eco.name, eco.digest, eco.folder) for eco in map(
             ecosystem, refs.values()) if not eco.builtin)
         run.begin()
@@ -183,8 +184,7 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
             _, markdown = dataset.write_card()
             create_markdown_artifact(key="taskfactory-dataset-report", markdown=markdown,
                                      description=f"dataset {settings.data} after run {run_id}")
-    return summarize(settings, run_id, base.type, placement, planned, chash, replanned, resume,
-                     t0, run.write_s, tally)
+    return summarize(settings, facts, resume, run.write_s, tally)
 
 
 def _run_identity(settings: RunSettings, base: BackendConfig, run_id: str
@@ -277,7 +277,7 @@ def run_factory(settings: RunSettings, run_id: str | None = None, resume: bool =
                 runner: Runner | str = Runner.threads, address: str | None = None,
                 only: list[str] | None = None) -> RunSummary:
     """Run the flow on ``runner`` (a thread pool sized for I/O-bound sandbox work, or a
-    Dask cluster at ``address``; see flows/runners.py)."""
+    Dask cluster at ``address``; see flows/run/runners.py)."""
     logging.getLogger("prefect").setLevel(logging.WARNING)
     for handler in logging.getLogger().handlers:  # Prefect's console handler
         if not any(isinstance(f, ReportedByTheCommand) for f in handler.filters):

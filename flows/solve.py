@@ -8,7 +8,7 @@ dataset's writer lock, so a killed solve loses only the attempts in flight and a
 solve with the same ``--k`` adds exactly those.  The endpoint is called through the
 project's client (:class:`tasks.core.llm.LLMClient`: retries, breaker, token budget; no cache)
 and every request waits for the server-wide ``llm`` limit when one exists
-(:func:`flows.limits.llm_request`).  An attempt that the infrastructure fails (the engine,
+(:func:`flows.run.limits.llm_request`).  An attempt that the infrastructure fails (the engine,
 a sandbox) is not written: a later solve runs it again.  At start, the sandboxes of dead
 runs (a solve or a factory run killed before it could remove them) are reaped; live runs of
 other processes are left alone.
@@ -31,8 +31,8 @@ from pydantic import BaseModel
 from environments.docker.config import DockerConfig
 from environments.registry import make_provider
 from environments.sandbox import SandboxError
-from flows.limits import llm_request
 from flows.parameters import effective_settings
+from flows.run.limits import llm_request
 from flows.solve_settings import SolveSettings
 from schemas.records import RolloutRow
 from tasks.core.failures import StageFailure

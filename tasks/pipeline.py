@@ -113,11 +113,11 @@ class Pipeline:
                                                  failure.detail)
         accepted = status == "accepted"
         attempt = attempt_row(
-            ctx.candidate, ctx.graph, ecosystem=ctx.eco.name, backend=ctx.backend,
-            run_id=ctx.run_id, status=status, stage=ctx.stage, reason=reason, detail=detail,
-            task_id=ctx.task.task_id if accepted else None,
-            trace=getattr(ctx, "trace", None), sandboxes=ctx.opened, times=times,
-            total_s=time.perf_counter() - t_start)
+            ctx.candidate, ctx.graph, Where(ctx.run_id, ctx.eco.name, ctx.backend),
+            Verdict(status, ctx.stage, reason, detail,
+                    ctx.task.task_id if accepted else None),
+            getattr(ctx, "trace", None),
+            Cost(ctx.opened, times, time.perf_counter() - t_start))
         return Outcome(attempt, ctx.task if accepted else None,
                        ctx.trajectories if accepted else [])
 
@@ -127,24 +127,51 @@ PIPELINE = Pipeline(OpenEnvironment(), Execute(), Cases(), Verify(), Describe(),
 """The factory's stages, in the order they run."""
 
 
-def attempt_row(candidate: Candidate, graph: WorkflowGraph, *, ecosystem: str, backend: str,
-                run_id: str, status: AttemptStatus,
-                stage: StageName, reason: str, detail: str, task_id: str | None = None,
-                trace: Trace | None = None, sandboxes: int = 0,
-                times: Mapping[Phase, float] | None = None, total_s: float = 0.0) -> AttemptRow:
+@dataclass(frozen=True)
+class Where:
+    """Where a candidate ran: its run, ecosystem and backend, as its attempt records them."""
+
+    run_id: str
+    ecosystem: str
+    backend: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How a candidate ended: its status, the stage and reason, and its task when accepted."""
+
+    status: AttemptStatus
+    stage: StageName
+    reason: str
+    detail: str
+    task_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What a candidate's attempt took: sandboxes opened, seconds per phase and in all."""
+
+    sandboxes: int = 0
+    times: Mapping[Phase, float] | None = None
+    total_s: float = 0.0
+
+
+def attempt_row(candidate: Candidate, graph: WorkflowGraph, where: Where, verdict: Verdict,
+                trace: Trace | None = None, cost: Cost = Cost()) -> AttemptRow:
     """The attempt row of a candidate (``graph``: as executed, when it was)."""
-    t = times or dict.fromkeys(PHASES, 0.0)
+    t = cost.times or dict.fromkeys(PHASES, 0.0)
     return AttemptRow(
-        candidate_id=candidate.candidate_id, run_id=run_id, index=candidate.index,
-        ecosystem=ecosystem, seed=candidate.seed, kind=candidate.graph.kind,
+        candidate_id=candidate.candidate_id, run_id=where.run_id, index=candidate.index,
+        ecosystem=where.ecosystem, seed=candidate.seed, kind=candidate.graph.kind,
         scenario=candidate.graph.scenario, shape=graph.shape,
         depth=graph.depth,
-        fingerprint=graph.fingerprint(), status=status, stage=stage, reason=reason,
-        detail=detail[:500], task_id=task_id, backend=backend,
+        fingerprint=graph.fingerprint(), status=verdict.status, stage=verdict.stage,
+        reason=verdict.reason, detail=verdict.detail[:500], task_id=verdict.task_id,
+        backend=where.backend,
         repairs=[f"{r.kind} {r.step_id} {r.reason}: {r.detail}"
                  for r in (trace.repairs if trace else [])],
         tools=[step.tool for step in candidate.graph.steps],
         graph_json=candidate.graph.model_dump_json(),
-        sandboxes=sandboxes, sandbox_s=t["sandbox_s"], execute_s=t["execute_s"],
-        gate_s=t["gate_s"], render_s=t["render_s"], total_s=total_s,
+        sandboxes=cost.sandboxes, sandbox_s=t["sandbox_s"], execute_s=t["execute_s"],
+        gate_s=t["gate_s"], render_s=t["render_s"], total_s=cost.total_s,
         created_at=datetime.now(UTC))

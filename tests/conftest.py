@@ -121,8 +121,8 @@ def fixture_ecosystems_trusted_without_docker() -> Iterator[None]:
 @pytest.fixture(scope="session")
 def sft_data(tmp_path_factory: pytest.TempPathFactory):
     from environments.local.config import LocalConfig
-    from flows.candidate import build_candidate, ecosystem
-    from flows.providers import close_run
+    from flows.run.candidate import build_candidate, ecosystem
+    from flows.run.providers import close_run
     from tasks.plan.planner import plan_candidates
     from tests.support.dataset import write_outcomes
 

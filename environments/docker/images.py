@@ -14,6 +14,7 @@ import tarfile
 import threading
 from typing import TYPE_CHECKING, TypeVar
 
+from environments.config import BackendConfig
 from environments.ecosystems import Ecosystem
 from environments.sandbox import SandboxUnavailableError
 
@@ -115,3 +116,18 @@ def _build(client: docker.DockerClient, eco: Ecosystem, base: str, packages: lis
                 raise SandboxUnavailableError(f"cannot build the image of ecosystem "
                                               f"{eco.name!r}: {exc}") from exc
     return tag
+
+
+def image_id(config: BackendConfig) -> str | None:
+    """The engine's id (``sha256:...``) of a docker backend's image; None for other backends."""
+    tag = getattr(config, "image", None)
+    if config.type != "docker" or not tag:
+        return None
+    import docker
+
+    client = docker.from_env(timeout=30)
+    try:
+        found: str | None = client.images.get(tag).id
+        return found
+    finally:
+        client.close()

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from environments.local.config import LocalConfig
-from flows.api_server import stop_process
+from flows.commands.api_server import stop_process
 from tasks.dataset import Dataset
 from tasks.dataset.query import run_query
 from tasks.dataset.store.manifest import load_manifest

@@ -1,4 +1,4 @@
-"""Server-wide limits (flows.limits) against the session's real Prefect server: the
+"""Server-wide limits (flows.run.limits) against the session's real Prefect server: the
 ``sandbox`` concurrency limit over a real CLI run, and the ``llm`` rate limit over real
 HTTP to a local OpenAI-compatible server."""
 
@@ -10,7 +10,7 @@ from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 from pydantic import BaseModel
 
-from flows import limits
+from flows.run import limits
 from tasks.core.llm import LLMClient, LLMConfig
 from tasks.dataset.query import run_query
 from tests.support.intervals import intervals, most_in_flight

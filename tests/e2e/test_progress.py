@@ -3,7 +3,7 @@
 import asyncio
 import io
 
-from flows.progress import Progress
+from flows.run.progress import Progress
 
 
 def test_progress_line_and_artifact(prefect_api_url):

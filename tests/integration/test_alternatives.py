@@ -17,8 +17,8 @@ import yaml
 
 from environments.docker.config import DockerConfig
 from environments.local.config import LocalConfig
-from flows.candidate import build_candidate
-from flows.providers import close_run
+from flows.run.candidate import build_candidate
+from flows.run.providers import close_run
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
 
 ARCHIVE = Path("tests/fixtures/ecosystems/archive")

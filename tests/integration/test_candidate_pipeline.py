@@ -7,8 +7,8 @@ import pytest
 
 from environments.docker.config import DockerConfig
 from environments.local.config import LocalConfig
-from flows.candidate import build_candidate, ecosystem
-from flows.providers import close_run, provider_for
+from flows.run.candidate import build_candidate, ecosystem
+from flows.run.providers import close_run, provider_for
 from schemas.graph import WorkflowGraph
 from schemas.trace import Trace
 from schemas.verifier import Check
@@ -185,7 +185,7 @@ def test_an_extra_stage_that_rejects_gives_a_rejected_attempt_and_closes_the_san
 def _gated(candidate, backend, style):
     """The candidate's context after the gate (the stages before ``instruct``), or None
     when an earlier stage rejected it."""
-    from flows.candidate import sandbox_opener
+    from flows.run.candidate import sandbox_opener
     from tasks.dataset.provenance import generator_version
     from tasks.stages.context import CandidateContext
     from tasks.stages.settings import CandidateSettings

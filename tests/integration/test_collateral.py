@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from environments.local.config import LocalConfig
-from flows.candidate import build_candidate, ecosystem
-from flows.providers import close_run, provider_for
+from flows.run.candidate import build_candidate, ecosystem
+from flows.run.providers import close_run, provider_for
 from schemas.trace import Trace
 from schemas.verifier import Check
 from tasks.execute.realize import LiveEnvironment

@@ -8,10 +8,10 @@ import docker
 import pytest
 
 from environments.docker.config import DockerConfig
-from flows.candidate import build_candidate, ecosystem
-from flows.providers import close_run
+from environments.docker.harbor_container import remove_run
+from flows.run.candidate import build_candidate, ecosystem
+from flows.run.providers import close_run
 from tasks.exports.harbor.check import check_folder
-from tasks.exports.harbor.container import remove_run
 from tasks.exports.harbor.export import ExportOptions, render_folder, write_folder
 from tasks.exports.harbor.source import ExportTask
 from tasks.gate import controls

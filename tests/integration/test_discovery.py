@@ -9,8 +9,8 @@ import pytest
 
 from environments.docker.config import DockerConfig
 from environments.docker.images import ecosystem_image
-from flows.candidate import build_candidate, ecosystem
-from flows.providers import close_run, provider_for
+from flows.run.candidate import build_candidate, ecosystem
+from flows.run.providers import close_run, provider_for
 from schemas.trace import Trace
 from tasks.execute.realize import realize
 from tasks.plan.planner import plan_candidates

@@ -12,8 +12,8 @@ import random
 import pytest
 
 from environments.docker.config import DockerConfig
-from flows.candidate import build_candidate, ecosystem
-from flows.providers import close_run, provider_for
+from flows.run.candidate import build_candidate, ecosystem
+from flows.run.providers import close_run, provider_for
 from tasks.core.commands import render_command
 from tasks.execute.realize import probe, realize
 from tasks.plan.planner import plan_candidates

@@ -12,7 +12,7 @@ import pytest
 
 from environments.docker.config import DockerConfig
 from environments.ecosystems import load_ecosystem
-from flows.providers import close_run, provider_for
+from flows.run.providers import close_run, provider_for
 from tasks.core.commands import render_command
 from tests.support.candidates import build_planned
 

@@ -15,8 +15,8 @@ import pytest
 from environments.docker.backend import DockerProvider
 from environments.docker.config import DockerConfig
 from environments.sandbox import InfrastructureError
-from flows.candidate import engine_failure
-from flows.infrastructure import CandidateErrored, retried
+from flows.run.candidate import engine_failure
+from flows.run.infrastructure import CandidateErrored, retried
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
 from tests.support.private_engine import private_engine
 

@@ -12,8 +12,8 @@ import pytest
 
 from environments.docker.config import DockerConfig
 from environments.local.config import LocalConfig
-from flows.candidate import ecosystem, sandbox_opener
-from flows.providers import close_run
+from flows.run.candidate import ecosystem, sandbox_opener
+from flows.run.providers import close_run
 from schemas.graph import Candidate
 from tasks.core.failures import StageFailure
 from tasks.execute.realize import LiveEnvironment, probe, state_without

@@ -15,8 +15,8 @@ import pytest
 
 from environments.docker.config import DockerConfig
 from environments.local.config import LocalConfig
-from flows.candidate import build_candidate, ecosystem
-from flows.providers import close_run, provider_for
+from flows.run.candidate import build_candidate, ecosystem
+from flows.run.providers import close_run, provider_for
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
 from schemas.trace import Observation, StepTrace, Trace
 from tasks.core.commands import render_command, solution_failure, solution_script

@@ -24,9 +24,9 @@ import docker
 import pytest
 
 from environments.docker.config import DockerConfig
+from environments.docker.harbor_container import CHECK_LABEL, remove_labelled, remove_run
 from environments.ecosystems import load_ecosystem
 from tasks.exports.harbor.check import check_folder
-from tasks.exports.harbor.container import CHECK_LABEL, remove_labelled, remove_run
 from tasks.exports.harbor.source import ExportTask, load_ecosystems, load_rows
 from tests.integration.test_faults import FAULTS, planted
 from tests.support.dataset import write_outcomes
@@ -144,7 +144,7 @@ def test_a_check_sweeps_what_a_killed_check_left_and_keeps_a_live_ones():
     import io
     import subprocess
 
-    from tasks.exports.harbor.container import CHECK_LABEL, sweep_stale
+    from environments.docker.harbor_container import CHECK_LABEL, sweep_stale
 
     dead = subprocess.Popen(["true"])
     dead.wait()
@@ -268,8 +268,8 @@ def test_no_hidden_case_byte_is_in_a_reconstruct_folder_but_its_tests_or_in_its_
     import ast
     import base64
 
+    from environments.docker.harbor_container import TaskContainer
     from tasks.exports.harbor.check import build_image
-    from tasks.exports.harbor.container import TaskContainer
 
     _, out, tasks = reconstructed
     client = docker.from_env(timeout=900)

@@ -14,11 +14,11 @@ import docker
 import pytest
 
 from environments.docker.config import DockerConfig
-from flows.candidate import build_candidate, ecosystem
-from flows.providers import close_run
+from environments.docker.harbor_container import remove_run
+from flows.run.candidate import build_candidate, ecosystem
+from flows.run.providers import close_run
 from schemas.graph import Candidate
 from tasks.exports.harbor.check import build_image, check_folder
-from tasks.exports.harbor.container import remove_run
 from tasks.exports.harbor.export import ExportOptions, render_folder, write_folder
 from tasks.exports.harbor.host import ContainerHost
 from tasks.exports.harbor.source import ExportTask

@@ -10,9 +10,9 @@ import re
 import pytest
 
 from environments.local.config import LocalConfig
-from flows import candidate as candidate_module
-from flows.candidate import build_candidate, ecosystem
-from flows.providers import close_run
+from flows.run import candidate as candidate_module
+from flows.run.candidate import build_candidate, ecosystem
+from flows.run.providers import close_run
 from tasks.instruct import paraphrase
 from tasks.plan.planner import plan_candidates
 from tasks.trajectories import reasoning

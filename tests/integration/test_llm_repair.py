@@ -10,9 +10,9 @@ import os
 import pytest
 
 from environments.local.config import LocalConfig
-from flows import candidate as candidate_module
-from flows.candidate import build_candidate
-from flows.providers import close_run
+from flows.run import candidate as candidate_module
+from flows.run.candidate import build_candidate
+from flows.run.providers import close_run
 from tasks.execute.repair_llm import SYSTEM_PROMPT
 from tests.integration.test_faults import FAULTS, planted
 from tests.support.openai_server import OpenAIServer

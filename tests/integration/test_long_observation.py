@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from environments.local.config import LocalConfig
-from flows.candidate import build_candidate, ecosystem
-from flows.providers import close_run
+from flows.run.candidate import build_candidate, ecosystem
+from flows.run.providers import close_run
 from tasks.plan.planner import plan_candidates
 from tasks.trajectories.render import OBSERVATION_CAP
 from tests.support.dataset import write_outcomes

@@ -6,8 +6,8 @@ import os
 import pytest
 
 from environments.docker.config import DockerConfig
-from flows.candidate import build_candidate, ecosystem, sandbox_opener
-from flows.providers import close_run
+from flows.run.candidate import build_candidate, ecosystem, sandbox_opener
+from flows.run.providers import close_run
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
 from schemas.trace import Trace
 from tasks.core.failures import StageFailure

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from environments.docker.config import DockerConfig
-from flows.candidate import build_candidate, ecosystem, sandbox_opener
-from flows.providers import close_run
+from flows.run.candidate import build_candidate, ecosystem, sandbox_opener
+from flows.run.providers import close_run
 from schemas.trace import Observation, StepTrace, Trace
 from schemas.verifier import Check, GateResult
 from tasks.execute.realize import LiveEnvironment, probe

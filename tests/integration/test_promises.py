@@ -20,9 +20,9 @@ import pytest
 from environments.docker.config import DockerConfig
 from environments.ecosystems import load_ecosystem
 from environments.sandbox import Sandbox
-from flows import candidate as candidate_module
-from flows.candidate import build_candidate, ecosystem
-from flows.providers import close_run, provider_for
+from flows.run import candidate as candidate_module
+from flows.run.candidate import build_candidate, ecosystem
+from flows.run.providers import close_run, provider_for
 from schemas.graph import Candidate, TaskKind
 from schemas.records import TaskRow
 from schemas.trace import Trace

@@ -7,8 +7,8 @@ import os
 import pytest
 
 from environments.docker.config import DockerConfig
-from flows.candidate import ecosystem, sandbox_opener
-from flows.providers import close_run
+from flows.run.candidate import ecosystem, sandbox_opener
+from flows.run.providers import close_run
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
 from tasks.core.failures import StageFailure
 from tasks.execute.realize import LiveEnvironment

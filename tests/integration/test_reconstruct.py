@@ -7,8 +7,8 @@ import os
 import pytest
 
 from environments.docker.config import DockerConfig
-from flows.candidate import build_candidate, ecosystem
-from flows.providers import close_run, provider_for
+from flows.run.candidate import build_candidate, ecosystem
+from flows.run.providers import close_run, provider_for
 from schemas.graph import WorkflowGraph
 from schemas.trace import Trace
 from tasks.plan.planner import plan_candidates

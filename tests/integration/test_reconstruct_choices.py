@@ -10,8 +10,8 @@ import os
 import pytest
 
 from environments.docker.config import DockerConfig
-from flows.candidate import build_candidate, ecosystem
-from flows.providers import close_run, provider_for
+from flows.run.candidate import build_candidate, ecosystem
+from flows.run.providers import close_run, provider_for
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
 from tasks.reconstruct.cases import CHOICE_TRIES
 from tasks.reconstruct.program import installer

@@ -14,8 +14,8 @@ from pathlib import Path
 import yaml
 
 from environments.local.config import LocalConfig
-from flows.candidate import build_candidate, ecosystem
-from flows.providers import close_run
+from flows.run.candidate import build_candidate, ecosystem
+from flows.run.providers import close_run
 from tasks.plan.planner import plan_candidates
 
 INVENTORY = Path("tests/fixtures/ecosystems/inventory")

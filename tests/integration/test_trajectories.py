@@ -7,9 +7,9 @@ from collections import defaultdict
 import pytest
 
 from environments.local.config import LocalConfig
-from flows import candidate as candidate_module
-from flows.candidate import build_candidate, ecosystem
-from flows.providers import close_run, provider_for
+from flows.run import candidate as candidate_module
+from flows.run.candidate import build_candidate, ecosystem
+from flows.run.providers import close_run, provider_for
 from schemas.trace import Trace
 from tasks.core.commands import render_command, render_shell
 from tasks.execute.realize import realize

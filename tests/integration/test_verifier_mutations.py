@@ -14,8 +14,8 @@ import json
 import pytest
 
 from environments.docker.config import DockerConfig
-from flows.candidate import build_candidate, ecosystem
-from flows.providers import close_run, provider_for
+from flows.run.candidate import build_candidate, ecosystem
+from flows.run.providers import close_run, provider_for
 from schemas.trace import Trace
 from schemas.verifier import Check
 from tasks.core.commands import render_shell

@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from environments.config import BackendConfig
 from environments.ecosystems import Ecosystem
-from flows.candidate import build_candidate
+from flows.run.candidate import build_candidate
 from schemas.records import TaskRow
 from tasks.plan.planner import plan_candidates
 

@@ -43,8 +43,8 @@ EXIT_CODES = {0, 2, 3}
 BOUNDARIES = {
     "flows.cli._run": "run: the engine, the temporary Prefect server, the flow",
     "flows.cli._serve": "serve: Prefect serves the flow",
-    "flows.cli_solve._solve": "solve: the engine, Prefect, the agent's endpoint",
-    "flows.cli_harbor._run_checks": "check-harbor and export harbor --check: the engine",
+    "flows.commands.solve._solve": "solve: the engine, Prefect, the agent's endpoint",
+    "flows.commands.harbor._run_checks": "check-harbor and export harbor --check: the engine",
     "tasks.plan.planner.plan_candidates": "plan: planning --n graphs",
     "tasks.dataset.dataset.Dataset.write_card": "card: matplotlib plots of the dataset",
 }

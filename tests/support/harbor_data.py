@@ -14,8 +14,8 @@ from pathlib import Path
 
 from environments.docker.config import DockerConfig
 from environments.local.config import LocalConfig
-from flows.candidate import build_candidate, ecosystem
-from flows.providers import close_run
+from flows.run.candidate import build_candidate, ecosystem
+from flows.run.providers import close_run
 from schemas.graph import Candidate, TaskKind
 from tasks.pipeline import Outcome
 from tasks.plan.planner import plan_candidates

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from flows.api_server import stop_process, wait_healthy
+from flows.commands.api_server import stop_process, wait_healthy
 
 PREFECT = str(Path(sys.executable).with_name("prefect"))
 

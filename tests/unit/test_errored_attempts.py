@@ -4,8 +4,8 @@ attempt of the same candidate; stats and the run tally count them apart."""
 from __future__ import annotations
 
 from environments.sandbox import InfrastructureError
-from flows.candidate import engine_failure
-from flows.infrastructure import errored
+from flows.run.candidate import engine_failure
+from flows.run.infrastructure import errored
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
 from tasks.dataset import runs
 from tasks.dataset.query import connect
@@ -55,7 +55,7 @@ def test_what_counts_as_an_infrastructure_failure():
     import httpx
     import requests
 
-    from flows.infrastructure import infrastructure_reason
+    from flows.run.infrastructure import infrastructure_reason
 
     def status(code: int) -> httpx.HTTPStatusError:
         request = httpx.Request("GET", "http://127.0.0.1/api/health")

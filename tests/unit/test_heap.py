@@ -1,4 +1,4 @@
-"""flows.heap: free pages pinned between live blocks go back to the OS on release()."""
+"""flows.run.heap: free pages pinned between live blocks go back to the OS on release()."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from flows import heap
+from flows.run import heap
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FRAGMENT = """
 import json, sys, threading
 sys.path.insert(0, sys.argv[1])
-from flows import heap
+from flows.run import heap
 
 def rss_mb():
     with open("/proc/self/status") as f:

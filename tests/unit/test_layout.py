@@ -15,6 +15,7 @@ ROOT = Path(__file__).parents[2]
 PACKAGES = ("flows", "tasks", "environments", "schemas")
 SOURCE = (*PACKAGES, "scripts", "benchmarks", "deploy")
 MAX_FUNCTION_LINES = 60
+MAX_MODULES_PER_FOLDER = 15
 TASK_LAYERS = (("core",), ("plan", "rules", "verify"), ("execute", "instruct"),
                ("trajectories",), ("reconstruct",), ("gate",), ("stages",), ("pipeline",),
                ("conformance",), ("dataset",), ("exports",), ("rollouts",))
@@ -102,7 +103,7 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_import_graph_is_read_from_the_source():
     graph = _graph()
-    assert "tasks.pipeline" in graph["flows.candidate"]
+    assert "tasks.pipeline" in graph["flows.run.candidate"]
     assert "tasks.dataset.store.manifest" in graph["tasks.dataset.dataset"]
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
@@ -131,6 +132,31 @@ def test_no_function_over_sixty_lines_outside_tests():
                         long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} "
                                     f"({lines} lines)")
     assert long == []
+
+
+def _crowded(root: Path, folders: tuple[str, ...]) -> list[str]:
+    """The folders under ``root`` among ``folders`` (and below them) that hold more than
+    ``MAX_MODULES_PER_FOLDER`` modules directly (``__init__.py`` counted)."""
+    counts = {d: len(list(d.glob("*.py"))) for top in folders
+              for d in (root / top, *(root / top).rglob("*")) if d.is_dir()}
+    return [f"{d.relative_to(root)} ({n})" for d, n in sorted(counts.items())
+            if n > MAX_MODULES_PER_FOLDER]
+
+
+def test_no_package_folder_holds_more_than_fifteen_modules():
+    """A folder of the importable source is cut into sub-packages by role before it
+    grows past fifteen modules."""
+    assert _crowded(ROOT, PACKAGES) == []
+
+
+def test_the_folder_check_counts_a_sixteenth_module(tmp_path):
+    folder = tmp_path / "flows" / "run"
+    folder.mkdir(parents=True)
+    for i in range(MAX_MODULES_PER_FOLDER):
+        (folder / f"m{i}.py").touch()
+    assert _crowded(tmp_path, ("flows",)) == []
+    (folder / "m15.py").touch()
+    assert _crowded(tmp_path, ("flows",)) == ["flows/run (16)"]
 
 
 def _task_layer(module: str) -> int | None:

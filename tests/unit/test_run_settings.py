@@ -37,7 +37,7 @@ def test_plan_run_interleaves_ecosystems_with_unique_indices():
 
 def test_planned_candidates_decode_to_the_planned_objects_and_skip_held_ids():
     from flows.factory import ecosystem
-    from flows.planned import PlannedCandidates
+    from flows.run.planned import PlannedCandidates
     from tasks.plan.planner import plan_candidates
 
     originals, _ = plan_candidates(ecosystem("sql"), 6, run_seed=3)

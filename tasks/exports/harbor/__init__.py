@@ -8,7 +8,8 @@ the way Harbor runs them.
   rebuild the environment the factory validated (a reconstruct task's: the agent's
   workspace of public examples; its hidden cases are only in ``tests/``);
 - :mod:`~tasks.exports.harbor.toml` — the TOML writer ``task.toml`` needs;
-- :mod:`~tasks.exports.harbor.container` — a container of an exported image, driven as Harbor does;
+- the containers of an exported image, driven as Harbor does, are the engine's second driver
+  (:mod:`environments.docker.harbor_container`);
 - :mod:`~tasks.exports.harbor.identity` — is the rebuilt environment the factory's?
 - :mod:`~tasks.exports.harbor.check` — build each folder's image and run the gate's controls
   (:mod:`tasks.gate.controls`) in its containers.

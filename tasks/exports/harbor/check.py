@@ -21,16 +21,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from environments.sandbox import SandboxError
-from tasks.core.failures import StageFailure
-from tasks.exports.harbor import HarborError
-from tasks.exports.harbor.container import (
-    CHECK_LABEL,
+from environments.docker import harbor_container
+from environments.docker.harbor_container import (
     ContainerError,
+    build_image,
     remove_labelled,
     remove_run,
     sweep_stale,
 )
+from environments.sandbox import SandboxError
+from tasks.core.failures import StageFailure
+from tasks.exports.harbor import HarborError
 from tasks.exports.harbor.host import ContainerHost, RewardUnreadable
 from tasks.exports.harbor.identity import compare, factory_state
 from tasks.exports.harbor.source import ExportTask
@@ -75,20 +76,6 @@ class FolderReport:
                 and all(c.ok for c in self.controls))
 
 
-def build_image(client, folder: Path, tag: str, timeout: float, run: str) -> None:  # noqa: ANN001
-    """``docker build environment/`` with the engine's classic builder; never pulls.  The
-    image is labelled with the check run, which removes it when done."""
-    import docker.errors
-
-    try:
-        client.images.build(path=str(folder / "environment"), tag=tag, rm=True, forcerm=True,
-                            pull=False, timeout=int(timeout),
-                            labels={CHECK_LABEL: run})
-    except docker.errors.BuildError as exc:
-        log = "".join(str(e.get("stream") or e.get("error") or "") for e in exc.build_log)
-        raise ContainerError(f"image build failed: {exc}: {log.strip()[-400:]}") from exc
-
-
 def _report(host: ContainerHost, control: Control, task: ControlTask) -> ControlReport:
     report = ControlReport(control.name)
     try:
@@ -113,7 +100,7 @@ def check_folder(client, folder: Path, task: ExportTask, run: str,  # noqa: ANN0
     try:
         host = ContainerHost(client, image, folder, task, run)
         _unless(stopping)
-        build_image(client, folder, image, host.cfg.build_timeout, run)
+        build_image(client, folder / "environment", image, host.cfg.build_timeout, run)
         report.build_s = time.perf_counter() - t0
         controlled = task.controlled
         for control in controls_for(controlled):
@@ -148,14 +135,10 @@ class CheckInterrupted(KeyboardInterrupt):
 def engine_client():  # noqa: ANN201 (docker.DockerClient; docker is imported lazily)
     """A client of the Docker engine; HarborError when none answers."""
     try:
-        import docker
-
-        client = docker.from_env(timeout=900)
-        client.ping()
-    except Exception as exc:  # no SDK, no daemon
+        return harbor_container.engine_client()
+    except ContainerError as exc:
         raise HarborError(f"checking needs a Docker engine, and none answers ({exc}); start "
                           "one with `make engine`") from None
-    return client
 
 
 def check_all(work: list[tuple[ExportTask, Path]], workers: int,

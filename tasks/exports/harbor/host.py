@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks.exports.harbor.container import ContainerError, TaskContainer
+from environments.docker.harbor_container import ContainerError, TaskContainer
 from tasks.exports.harbor.export import LOGS_DIR, SOLUTION_DIR, TESTS_DIR
 from tasks.exports.harbor.identity import StateUnreadable, exported_state
 from tasks.exports.harbor.source import ExportTask

@@ -27,8 +27,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from environments.docker.harbor_container import TaskContainer
 from tasks.execute.realize import LiveEnvironment, first_difference, probe, state_digest
-from tasks.exports.harbor.container import TaskContainer
 from tasks.exports.harbor.source import ExportTask
 from tasks.reconstruct.program import EXAMPLES
 

@@ -13,8 +13,8 @@ import os
 import sys
 from pathlib import Path
 
-from flows.cli_types import add_trust_option, path, text
-from flows.usage import UsageError, option_error
+from flows.commands.arguments import add_trust_option, path, text
+from flows.commands.usage import UsageError, option_error
 
 
 def add_solve_parser(sub: argparse._SubParsersAction) -> None:
@@ -101,7 +101,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
 def _solve(settings, tasks: int) -> int:  # noqa: ANN001
     """Run the solve flow on the checked settings (``tasks`` of them)."""
     from environments.docker.config import docker_available
-    from flows.api_server import ServerError, quiet_prefect, server_unless_configured
+    from flows.commands.api_server import ServerError, quiet_prefect, server_unless_configured
 
     if not docker_available():
         raise UsageError("solve runs attempts in Docker sandboxes and no Docker daemon "

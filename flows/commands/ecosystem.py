@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
-from flows.cli_types import add_trust_option, whole
-from flows.usage import UsageError
+from flows.commands.arguments import add_trust_option, whole
+from flows.commands.usage import UsageError
 
 TRIAL_KINDS = {"build": 2.0, "fix": 1.0}
 """The trial's mix (fix where possible)."""
@@ -80,7 +80,7 @@ def _backend(choice: str, eco):  # noqa: ANN001, ANN202
 
 @contextmanager
 def _closing(run_id: str) -> Iterator[None]:
-    from flows.providers import close_run
+    from flows.run.providers import close_run
 
     try:
         yield
@@ -89,7 +89,7 @@ def _closing(run_id: str) -> Iterator[None]:
 
 
 def _sandbox_findings(eco, backend, run_id: str) -> list:  # noqa: ANN001
-    from flows.providers import provider_for
+    from flows.run.providers import provider_for
     from tasks.conformance.checks import sandbox_findings
     from tasks.conformance.exercise import Exercise
 
@@ -100,7 +100,7 @@ def _sandbox_findings(eco, backend, run_id: str) -> list:  # noqa: ANN001
 
 def _trial(eco, backend, run_id: str, n: int, seed: int):  # noqa: ANN001, ANN202
     """Plan ``n`` candidates and run each through the whole pipeline (two at a time)."""
-    from flows.candidate import build_candidate
+    from flows.run.candidate import build_candidate
     from tasks.conformance.card import Trial
     from tasks.plan.planner import plan_candidates
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from flows.cli_types import path, text
-from flows.usage import UsageError
+from flows.commands.arguments import path, text
+from flows.commands.usage import UsageError
 
 EXPORT_HELP = ("trajectories (or --rollouts) as ATIF documents (Harbor's trajectory format): "
                "Harbor trial folders that `harbor view` serves, or JSONL")

@@ -7,7 +7,7 @@
   candidate that rebuilds its image for a package opens the new sandbox before closing
   the old one, and would wait forever for a second slot under a limit of 1.  The flow
   takes the slot before it starts the candidate's task run (:class:`Leases`,
-  :mod:`flows.admission`), so a waiting candidate is not shown as running.
+  :mod:`flows.run.admission`), so a waiting candidate is not shown as running.
 - ``llm``: a rate limit on requests to the LLM endpoint: a limit whose slots decay,
   ``slot_decay_per_second`` requests per second with bursts of up to ``limit``.
 
@@ -42,7 +42,8 @@ LEASE_S = 60.0
 a flow that dies return to the limit within a minute."""
 POLL_S = 0.5
 """The longest wait between two asks while a limit is full: a slot that another process
-frees is taken within this.  One this process frees is taken at once (:mod:`flows.admission`)."""
+frees is taken within this.  One this process frees is taken at once
+(:mod:`flows.run.admission`)."""
 
 _lock = threading.Lock()
 _checked: dict[str, tuple[float, bool]] = {}  # name -> (monotonic time asked, exists)

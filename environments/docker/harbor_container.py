@@ -8,6 +8,8 @@ Harbor's compose project gets them: a verifier running as root must be able to r
 the agent's user left with mode 0600), no network, and the task's CPU and memory limits.
 Every container carries the label ``taskfactory.harbor-check=<run>`` (``check-<pid>``) so
 an interrupted check can remove what it started, and a later check what a killed one left.
+This is the second driver of the engine beside the sandbox backend
+(:mod:`environments.docker.backend`); ``check-harbor`` and the gate's tests use it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,12 @@ import os
 import tarfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from docker import DockerClient
 
 CHECK_LABEL = "taskfactory.harbor-check"
 CONTAINER_COMMAND = ["sh", "-c", "sleep infinity"]
@@ -57,7 +64,7 @@ def tar_of(files: dict[str, tuple[bytes, int]], uid: int = 0, gid: int = 0) -> b
 class TaskContainer:
     """One running container of an exported task's image (a context manager)."""
 
-    def __init__(self, client, image: str, *, cpus: float, memory_mb: int,  # noqa: ANN001
+    def __init__(self, client: DockerClient, image: str, *, cpus: float, memory_mb: int,
                  run: str) -> None:
         import docker.errors
 
@@ -68,7 +75,7 @@ class TaskContainer:
                 nano_cpus=int(cpus * 1e9), mem_limit=f"{memory_mb}m",
                 memswap_limit=f"{memory_mb}m", pids_limit=1024,
                 labels={CHECK_LABEL: run, "taskfactory.owner_pid": str(os.getpid())})
-            self.id = container.id
+            self.id: str = container.id or ""
             container.start()
         except docker.errors.DockerException as exc:
             if getattr(self, "id", None):
@@ -137,7 +144,7 @@ class TaskContainer:
             self._client.api.remove_container(self.id, force=True, v=True)
 
 
-def remove_labelled(client, run: str) -> int:  # noqa: ANN001
+def remove_labelled(client: DockerClient, run: str) -> int:
     """Remove every container of check run ``run``; how many there were."""
     import docker.errors
 
@@ -148,7 +155,7 @@ def remove_labelled(client, run: str) -> int:  # noqa: ANN001
     return len(found)
 
 
-def remove_run(client, run: str) -> int:  # noqa: ANN001
+def remove_run(client: DockerClient, run: str) -> int:
     """Remove every container and image of check run ``run``; how many there were."""
     import docker.errors
 
@@ -160,7 +167,7 @@ def remove_run(client, run: str) -> int:  # noqa: ANN001
     return removed
 
 
-def sweep_stale(client) -> int:  # noqa: ANN001
+def sweep_stale(client: DockerClient) -> int:
     """Remove the containers and images of check runs whose process is gone (a check that
     was killed cannot clean up after itself); how many were removed."""
     from environments.docker.backend import owner_dead
@@ -170,3 +177,30 @@ def sweep_stale(client) -> int:  # noqa: ANN001
     runs = {(item.get("Labels") or {}).get(CHECK_LABEL, "") for item in found}
     return sum(remove_run(client, run) for run in sorted(runs)
                if run.startswith("check-") and owner_dead(run.removeprefix("check-")))
+
+
+def engine_client(timeout: int = 900) -> DockerClient:
+    """A client of the Docker engine; ContainerError when none answers (or no SDK)."""
+    try:
+        import docker
+
+        client = docker.from_env(timeout=timeout)
+        client.ping()
+    except Exception as exc:  # no SDK, no daemon
+        raise ContainerError(str(exc)) from None
+    return client
+
+
+def build_image(client: DockerClient, context: Path, tag: str, timeout: float,
+                run: str) -> None:
+    """``docker build <context>`` with the engine's classic builder; never pulls.  The
+    image is labelled with the check run, which removes it when done; ContainerError
+    with the build log's tail when the build fails."""
+    import docker.errors
+
+    try:
+        client.images.build(path=str(context), tag=tag, rm=True, forcerm=True,
+                            pull=False, timeout=int(timeout), labels={CHECK_LABEL: run})
+    except docker.errors.BuildError as exc:
+        log = "".join(str(e.get("stream") or e.get("error") or "") for e in exc.build_log)
+        raise ContainerError(f"image build failed: {exc}: {log.strip()[-400:]}") from exc

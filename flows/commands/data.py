@@ -1,7 +1,7 @@
 """The commands that read a dataset (query, stats, card) and the dataset checks of ``run``.
 
 Thin: parse, call :class:`tasks.dataset.Dataset`, print.  None of them imports Prefect or
-Docker (``card`` imports matplotlib).  Every problem is a :class:`flows.usage.UsageError`
+Docker (``card`` imports matplotlib).  Every problem is a :class:`flows.commands.usage.UsageError`
 or a :class:`tasks.dataset.DatasetError`: one line, exit code 2, nothing written.
 """
 
@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from flows.usage import UsageError, option_error
+from flows.commands.usage import UsageError, option_error
 
 RUN_OUTPUT_OPTIONS = ["tasks", "seed", "backend", "ecosystem", "depth_weights", "max_depth",
                       "kinds", "off_scenario", "no_repair"]
@@ -68,7 +68,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     import duckdb
     from pydantic import ValidationError
 
-    from flows.rows_output import write_rows
+    from flows.commands.rows_output import write_rows
     from tasks.dataset import Dataset, ReadOnlyError
     from tasks.dataset.query import user_query
     from tasks.dataset.query_bounds import QueryBounds, Watchdog

@@ -53,17 +53,3 @@ def open_run(run_id: str) -> None:
     """``run_id`` runs (again) in this process: :func:`run_closed` is False."""
     with _lock:
         _closed.discard(run_id)
-
-
-def image_id(config: BackendConfig) -> str | None:
-    """The engine's id (``sha256:...``) of a docker backend's image; None for other backends."""
-    tag = getattr(config, "image", None)
-    if config.type != "docker" or not tag:
-        return None
-    import docker
-
-    client = docker.from_env(timeout=30)
-    try:
-        return client.images.get(tag).id
-    finally:
-        client.close()

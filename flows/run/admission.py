@@ -8,14 +8,14 @@ the flow their outcomes **in candidate order**.  A candidate is submitted only w
 - fewer than ``window`` are submitted and not yet consumed by the flow (the writer takes
   outcomes in order, so this bounds what waits in memory behind a slow candidate);
 - the run holds a slot of the server's ``sandbox`` limit for it, when that limit exists
-  (:mod:`flows.limits`).
+  (:mod:`flows.run.limits`).
 
 So a candidate's task run exists only once it may run: no task run waiting for a slot is
 shown as running.  A slot goes back to the run when its candidate's task run finishes
 and is handed straight to the run's next candidate, with no request to the server (so
 this run's candidates come first for the slots it holds); a slot idle for
 :data:`SPARE_S`, or once every candidate has started, is released.  New slots are asked
-for by a second thread, :data:`flows.limits.POLL_S` apart while the limit is full, so a
+for by a second thread, :data:`flows.run.limits.POLL_S` apart while the limit is full, so a
 slow answer never delays a hand-over; it also renews the leases and releases every slot
 when the run stops, normally or not.
 """
@@ -30,7 +30,7 @@ from uuid import UUID
 
 from prefect.futures import PrefectFuture
 
-from flows import limits
+from flows.run import limits
 from schemas.graph import Candidate
 
 SPARE_S = 1.0

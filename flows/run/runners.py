@@ -10,7 +10,7 @@ The flow enters its runner itself, once its parameters are known (a flow's decor
 runner is fixed when the module is imported), so ``runner`` and ``address`` are flow
 parameters; a deployment that leaves them unset takes them from its worker's environment
 (``TASKFACTORY_RUNNER``, ``TASKFACTORY_DASK_ADDRESS``: the work pool's job variables).
-How many candidates run at once is ``workers`` on either runner (:mod:`flows.admission`).
+How many candidates run at once is ``workers`` on either runner (:mod:`flows.run.admission`).
 """
 
 from __future__ import annotations

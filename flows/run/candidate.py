@@ -3,7 +3,7 @@
 :func:`build_candidate` resolves what the pipeline (:mod:`tasks.pipeline`) takes from the
 run — the ecosystem, sandboxes from the run's providers, the LLM client under the server's
 rate limit, the generator version — and runs it.  Infrastructure failures (the engine,
-the Prefect API) are raised as :class:`flows.infrastructure.CandidateErrored` naming the
+the Prefect API) are raised as :class:`flows.run.infrastructure.CandidateErrored` naming the
 stage that was running; other engine errors (:class:`SandboxError`) propagate, so the
 orchestrator can retry either.
 """
@@ -16,15 +16,15 @@ from functools import cache
 from environments.config import BackendConfig
 from environments.ecosystems import Ecosystem, load_ecosystem
 from environments.sandbox import Sandbox
-from flows import limits
-from flows.infrastructure import CandidateErrored, errored
-from flows.providers import provider_for
+from flows.run import limits
+from flows.run.infrastructure import CandidateErrored, errored
+from flows.run.providers import provider_for
 from schemas.graph import Candidate
 from schemas.records import AttemptStatus
 from tasks.core.llm import LLMClient, LLMConfig
 from tasks.dataset.provenance import generator_version
 from tasks.execute.realize import OpenSandbox
-from tasks.pipeline import PIPELINE, Outcome, Pipeline, attempt_row
+from tasks.pipeline import PIPELINE, Outcome, Pipeline, Verdict, Where, attempt_row
 from tasks.stages.context import CandidateContext
 from tasks.stages.settings import CandidateSettings
 
@@ -35,7 +35,7 @@ DEFAULTS = CandidateSettings()
 def llm_client() -> LLMClient | None:
     """One client per process (one budget, one breaker) when TASKFACTORY_LLM_BASE_URL and
     _MODEL are set, else None: repair, paraphrase and reasoning all go through it, under
-    the server's ``llm`` rate limit (:mod:`flows.limits`)."""
+    the server's ``llm`` rate limit (:mod:`flows.run.limits`)."""
     config = LLMConfig.from_env()
     return LLMClient(config, limits.llm_request) if config is not None else None
 
@@ -91,5 +91,5 @@ def engine_failure(candidate: Candidate, eco_name: str, backend_type: str, run_i
         status, stage, reason = "rejected", "sandbox", "sandbox"
         detail = f"{type(exc).__name__}: {exc}"
     return Outcome(attempt=attempt_row(
-        candidate, candidate.graph, ecosystem=eco_name, backend=backend_type, run_id=run_id,
-        status=status, stage=stage, reason=reason, detail=detail))
+        candidate, candidate.graph, Where(run_id, eco_name, backend_type),
+        Verdict(status, stage, reason, detail)))

@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flows.cli_types import add_trust_option, path
-from flows.usage import UsageError
+from flows.commands.arguments import add_trust_option, path
+from flows.commands.usage import UsageError
 
 if TYPE_CHECKING:
     from tasks.dataset import Dataset
@@ -83,7 +83,7 @@ def _rerun(dataset: Dataset, run_id: str, ids: list[str]) -> None:
     from pydantic import ValidationError
 
     from environments.docker.config import docker_available
-    from flows.api_server import ServerError, quiet_prefect, server_unless_configured
+    from flows.commands.api_server import ServerError, quiet_prefect, server_unless_configured
     from flows.settings import RunSettings
 
     data = dataset.path
@@ -104,7 +104,7 @@ def _rerun(dataset: Dataset, run_id: str, ids: list[str]) -> None:
     quiet_prefect()
     server = server_unless_configured()
     from flows.factory import run_factory
-    from flows.providers import close_run
+    from flows.run.providers import close_run
 
     try:
         if server is not None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import collections
 import time
+from dataclasses import dataclass
 
 from prefect.artifacts import create_table_artifact
 from pydantic import BaseModel
 
-from flows import ui
+from flows.run import ui
 from flows.settings import RunSettings
 from tasks.dataset.runs import EcosystemYield, RunTally
 
@@ -41,24 +42,38 @@ class RunSummary(BaseModel):
     config_hash: str
 
 
-def summarize(settings: RunSettings, run_id: str, backend: str, runner: str, candidates: int,
-             chash: str, replanned: int, resumed: bool, t0: float, write_s: float,
-             tally: RunTally) -> RunSummary:
+@dataclass(frozen=True)
+class RunFacts:
+    """What a run's summary says about the run itself, known once it is planned."""
+
+    run_id: str
+    backend: str
+    runner: str
+    candidates: int
+    config_hash: str
+    replanned: int
+    t0: float
+    """``time.perf_counter()`` when the flow started."""
+
+
+def summarize(settings: RunSettings, facts: RunFacts, resumed: bool, write_s: float,
+              tally: RunTally) -> RunSummary:
     """The run's summary, also published as the flow run's table artifacts."""
     rejected: collections.Counter[str] = collections.Counter()
     for y in tally.ecosystems.values():
         rejected.update(y.rejected)
     host, path = ui.dataset_location(settings.data)
     summary = RunSummary(
-        data=path, host=host, run_id=run_id, backend=backend, runner=runner,
-        candidates=candidates,
-        skipped=candidates - tally.attempts, accepted=tally.accepted,
+        data=path, host=host, run_id=facts.run_id, backend=facts.backend, runner=facts.runner,
+        candidates=facts.candidates,
+        skipped=facts.candidates - tally.attempts, accepted=tally.accepted,
         accepted_without_repair=sum(y.accepted_without_repair for y in tally.ecosystems.values()),
         rejected=dict(rejected), errored=tally.errored, duplicates=tally.duplicates,
         ecosystems=tally.ecosystems,
-        duplicates_replanned=replanned, resumed=resumed,
-        seconds=round(time.perf_counter() - t0, 2), write_s=round(write_s, 3),
-        config_hash=chash)
+        duplicates_replanned=facts.replanned, resumed=resumed,
+        seconds=round(time.perf_counter() - facts.t0, 2), write_s=round(write_s, 3),
+        config_hash=facts.config_hash)
+    run_id = facts.run_id
     ui.publish_location(settings.data, run_id)
     create_table_artifact(
         key="taskfactory-run-summary", description=f"taskfactory run {run_id} into {host}:{path}",

@@ -22,8 +22,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flows.cli_types import add_trust_option, path, text
-from flows.usage import UsageError
+from flows.commands.arguments import add_trust_option, path, text
+from flows.commands.usage import UsageError
 
 if TYPE_CHECKING:
     from tasks.exports.harbor.check import FolderReport

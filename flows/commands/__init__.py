@@ -1,0 +1,17 @@
+"""The subcommands of ``taskfactory`` beside :mod:`flows.cli` (which builds the parser
+and runs ``run``, ``query``, ``stats``, ``card`` and ``serve``): parse, call, print.
+
+- ``solve``, ``atif``, ``harbor``, ``repair``: ``solve`` and ``export preference``,
+  ``export``/``import atif``, ``export harbor`` and ``check-harbor``, ``repair`` and
+  ``vacuum``;
+- ``ecosystem``: ``check-ecosystem``, the conformance suite and a short trial on a folder;
+- ``data``: the commands and checks that read a dataset; ``rows_output`` streams query
+  results to stdout;
+- ``arguments``, ``usage``: argument types, and the one-line bad-input error (exit 2);
+- ``api_server``: the temporary Prefect API server of a command, in a session of its own.
+
+Imports the flows (:mod:`flows.factory`, :mod:`flows.solve`) lazily, inside the commands.
+"""
+
+__all__ = ["api_server", "arguments", "atif", "data", "ecosystem", "harbor", "repair",
+           "rows_output", "solve", "usage"]
