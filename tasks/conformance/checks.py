@@ -157,8 +157,9 @@ def _vandal_findings(exercise: Exercise) -> list[Finding]:
 
 def _tools_finding(eco: Ecosystem, runs: dict[str, ToolRun]) -> Finding:
     """Every tool runs and parses; repair tools are the injectors' check (they fail where
-    their fault planted nothing)."""
-    never = sorted(t.name for t in eco.spec.tools if t.name not in runs)
+    their fault planted nothing, and a lookup that finds nothing leaves the next repair
+    step unrun: the injectors' check runs each from its planted state)."""
+    never = sorted(t.name for t in eco.spec.tools if t.name not in runs and not t.repair)
     if never:
         return Finding("tools", False, f"no planned graph uses {never}", "2-tools")
     failed = {n: r.failure for n, r in sorted(runs.items())
