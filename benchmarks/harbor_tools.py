@@ -76,13 +76,14 @@ def sample(data: Path, n: int, seed: int = 0, where: str | None = None) -> list[
     return picked
 
 
-def export(rows: list[TaskRow], out: Path, eco_dirs: list[Path]) -> list[tuple[ExportTask, Path]]:
+def export(rows: list[TaskRow], out: Path, eco_dirs: list[Path], data: Path
+           ) -> list[tuple[ExportTask, Path]]:
     """Export ``rows`` as Harbor folders under ``out``."""
-    ecos = load_ecosystems({r.ecosystem for r in rows}, eco_dirs)
+    ecos = load_ecosystems(rows, eco_dirs, data)
     out.mkdir(parents=True, exist_ok=True)
     done = []
     for row in rows:
-        task = ExportTask.of(row, ecos[row.ecosystem])
+        task = ExportTask.of(row, ecos[row.ecosystem, row.ecosystem_version])
         done.append((task, write_folder(out, task.folder_name, render_folder(task,
                                                                               ExportOptions()))))
     return done
@@ -93,7 +94,7 @@ def folders_of(args: argparse.Namespace, tmp: str, n: int) -> Path:
     if args.folders is not None:
         return Path(args.folders)
     folders = Path(tmp) / "tasks"
-    export(sample(args.data, n), folders, args.ecosystem_dir)
+    export(sample(args.data, n), folders, args.ecosystem_dir, args.data)
     return folders
 
 

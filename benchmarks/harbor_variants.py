@@ -66,10 +66,10 @@ def variant_folders(folders: Path, data: Path, eco_dirs: list[Path], out: Path,
     rows = {row.task_id: row for row in load_rows(data, None)}
     names = sorted(p.name for p in folders.iterdir() if (p / "task.toml").is_file())
     picked = [rows[n.rsplit("-", 1)[1]] for n in names]
-    ecos = load_ecosystems({r.ecosystem for r in picked}, eco_dirs)
+    ecos = load_ecosystems(picked, eco_dirs, data)
     made: dict[str, tuple[str, float]] = {}
     for name, row in zip(names, picked, strict=True):
-        task = ExportTask.of(row, ecos[row.ecosystem])
+        task = ExportTask.of(row, ecos[row.ecosystem, row.ecosystem_version])
         for variant, script, want in VARIANTS[kind](task):
             copy = out / f"{variant}--{name}"
             shutil.copytree(folders / name, copy)

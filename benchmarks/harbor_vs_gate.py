@@ -89,7 +89,8 @@ def main() -> None:
     harbor = find_harbor(args.harbor)
     with tempfile.TemporaryDirectory(prefix="harbor-vs-gate-") as tmp:
         folders, jobs = Path(tmp) / "tasks", Path(tmp) / "jobs"
-        tasks = [t for t, _ in export(sample(args.data, args.n), folders, args.ecosystem_dir)]
+        tasks = [t for t, _ in export(sample(args.data, args.n), folders, args.ecosystem_dir,
+                                               args.data)]
         names = [t.folder_name for t in tasks]
         print(f"{len(tasks)} tasks, concurrency {args.concurrency}: one warm-up of each side, "
               f"then {args.repeat} runs of each")

@@ -75,7 +75,7 @@ def harbor_rate(data: Path, args: argparse.Namespace) -> tuple[float, int]:
     harbor = find_harbor(args.harbor)
     work = Path(tempfile.mkdtemp(prefix="solve-bench-harbor-"))
     try:
-        export(load_rows(data, args.where), work / "tasks", [])
+        export(load_rows(data, args.where), work / "tasks", [], data)
         seconds, rewards, tail = harbor_job(harbor, work / "tasks", "oracle", work / "jobs",
                                             "oracle", args.harbor_concurrency, args.k)
         if not rewards:

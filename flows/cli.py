@@ -1,5 +1,6 @@
 """The ``taskfactory`` command line: run, plan, query, stats, card, export, check-harbor,
-solve (:mod:`flows.commands.solve`), import (:mod:`flows.commands.atif`), serve.
+check-ecosystem (:mod:`flows.commands.ecosystem`), solve (:mod:`flows.commands.solve`), import
+(:mod:`flows.commands.atif`), serve.
 
 ``repair`` and ``vacuum`` (:mod:`flows.commands.repair`) mend a dataset folder.
 
@@ -86,7 +87,7 @@ def _settings(args: argparse.Namespace):
     settings = _validated(
         {}, tasks=args.tasks, seed=args.seed, data=args.data, backend=args.backend,
         ecosystems=_ecosystem_refs(args), workers=args.workers,
-        depth_weights=_depth_weights(args), kinds=_kinds(args), off_scenario=args.off_scenario,
+        depth_weights=_depth_weights(args), **_mix(args), off_scenario=args.off_scenario,
         shard_rows=args.shard_rows,
         **{**_candidate_flags(args), **({"max_repairs": 0} if args.no_repair else {})})
     ecos = [_ecosystem(ref) for ref in settings.ecosystems]
@@ -94,6 +95,7 @@ def _settings(args: argparse.Namespace):
     if len(set(names)) != len(names):
         raise UsageError(f"two ecosystems share a name ({', '.join(names)}); rename one in its "
                          "ecosystem.yaml")
+    _check_mix(settings, ecos)
     for eco in ecos:
         if not eco.spec.discovery:
             print(f"warning: ecosystem {eco.name} declares no discovery: its trajectories "
@@ -123,13 +125,31 @@ def _depth_weights(args: argparse.Namespace) -> dict[int, float] | None:
         raise UsageError(f"--max-depth: {exc}") from None
 
 
-def _kinds(args: argparse.Namespace) -> dict | None:
-    from tasks.plan.mix import parse_kinds
+def _mix(args: argparse.Namespace) -> dict:
+    """``kinds`` and ``where_possible`` of ``--kinds`` (none: the model's defaults)."""
+    from tasks.plan.mix import parse_mix
 
+    if args.kinds is None:
+        return {}
     try:
-        return parse_kinds(args.kinds) if args.kinds is not None else None
+        kinds, where_possible = parse_mix(args.kinds)
     except ValueError as exc:
         raise UsageError(f"--kinds: {exc}") from None
+    return {"kinds": kinds, "where_possible": where_possible}
+
+
+def _check_mix(settings, ecos: list) -> None:  # noqa: ANN001
+    """No silent downgrade: a kind or property asked of an ecosystem that cannot give it is
+    one line naming what to add (UsageError); one asked where possible is a note."""
+    from tasks.plan.mix import downgraded, unavailable
+
+    for eco in ecos:
+        gaps = unavailable(eco, settings.kinds, settings.where_possible,
+                           getattr(settings, "require_observation", False))
+        if gaps:
+            raise UsageError(gaps[0])
+        for note in downgraded(eco, settings.kinds):
+            print(f"note: {note}", file=sys.stderr)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -279,8 +299,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     settings = _validated({"tasks": "--n"}, tasks=args.n, seed=args.seed,
                           ecosystems=[args.ecosystem], depth_weights=_depth_weights(args),
-                          kinds=_kinds(args), off_scenario=args.off_scenario)
+                          **_mix(args), off_scenario=args.off_scenario)
     eco = _ecosystem(args.ecosystem)
+    _check_mix(settings, [eco])
     try:
         candidates, stats = plan_candidates(eco, settings.tasks, settings.seed,
                                             settings.depth_weights, settings.kinds,
@@ -355,7 +376,9 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kinds", metavar="KIND:W,...",
                    help="relative weight per task kind: build (new artifacts), fix (repair "
                         "a planted fault first) and reconstruct (write the program behind a "
-                        "workflow, judged on hidden cases); default build:2,fix:1")
+                        "workflow, judged on hidden cases); a ? after a kind asks for it "
+                        "where possible (fix?:1: build tasks where the ecosystem has no "
+                        "fault injectors); default build:2,fix?:1")
     p.add_argument("--off-scenario", type=number, metavar="0..1",
                    help="share of candidates planned outside the ecosystem's scenarios "
                         "(default 0.1); the rest serve one scenario each and say why")
@@ -480,6 +503,7 @@ def build_parser() -> argparse.ArgumentParser:
     _plan_parser(sub)
     _export_parsers(sub)
     from flows.commands import atif
+    from flows.commands.ecosystem import add_check_ecosystem_parser
     from flows.commands.harbor import add_check_parser
     from flows.commands.repair import add_repair_parsers
     from flows.commands.solve import add_solve_parser
@@ -487,6 +511,7 @@ def build_parser() -> argparse.ArgumentParser:
     atif.add_import_parser(sub)
     add_solve_parser(sub)
     add_check_parser(sub)
+    add_check_ecosystem_parser(sub)
     add_repair_parsers(sub)
     serve = sub.add_parser("serve", help="serve the flow on a cron schedule")
     _run_options(serve)

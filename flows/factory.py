@@ -181,6 +181,8 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
         facts = RunFacts(run_id, base.type, placement, planned, chash, replanned, t0)
         if not todo and not resume:  # a repeated run adds nothing, not even a runs row
             return summarize(settings, facts, False, 0.0, RunTally())
+        run.keep_ecosystems((eco.name, eco.digest, eco.folder) for eco in map(
+            ecosystem, refs.values()) if not eco.builtin)
         run.begin()
         tally = _consume(run, todo, planned, settings, Submission(refs, base, kind, address))
         if not tally.errored:  # else unfinished: a resume runs the errored candidates again

@@ -15,7 +15,12 @@ from pydantic import ConfigDict, Field, field_validator
 
 from environments.ecosystems import builtin_names, load_ecosystem
 from schemas.graph import TaskKind
-from tasks.plan.mix import DEFAULT_KINDS, OFF_SCENARIO_SHARE, weights_problem
+from tasks.plan.mix import (
+    DEFAULT_KINDS,
+    DEFAULT_WHERE_POSSIBLE,
+    OFF_SCENARIO_SHARE,
+    weights_problem,
+)
 from tasks.plan.planner import DEFAULT_DEPTH_WEIGHTS, DEPTHS
 from tasks.stages.settings import CandidateSettings
 
@@ -74,8 +79,13 @@ class RunSettings(CandidateSettings):
     kinds: dict[TaskKind, float] = Field(
         dict(DEFAULT_KINDS), description=(
             "Relative weight of each task kind: build (new artifacts from a healthy state) and "
-            "fix (repair a planted fault, then build on the repaired state); an ecosystem "
-            "without fault injectors plans build tasks only."))
+            "fix (repair a planted fault, then build on the repaired state), reconstruct "
+            "(the program behind a workflow)."))
+    where_possible: list[TaskKind] = Field(
+        list(DEFAULT_WHERE_POSSIBLE), title="Kinds Where Possible", description=(
+            "Kinds asked for where possible: an ecosystem that cannot give one (fix without "
+            "fault injectors) plans build tasks instead, and the run says so. A kind asked "
+            "for outright that an ecosystem cannot give stops the run before it starts."))
     off_scenario: float = Field(OFF_SCENARIO_SHARE, ge=0, le=1, allow_inf_nan=False,
                                 title="Off-Scenario Share",
                                 description=(

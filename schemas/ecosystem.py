@@ -21,6 +21,14 @@ Compare = Literal["exact", "text", "lines_unordered", "csv", "csv_unordered", "j
                   "rows_unordered"]
 """How a verifier compares a probe entry with its expected value (see tasks/templates)."""
 Backend = Literal["docker", "local"]
+Draws = Literal["member", "new", "lowercase", "comma_joined", "release_tag", "derived"]
+"""What a sampler returns: ``member`` (default), a value that stands as it is in what it
+was given (the file bound to ``of``, or the probe state); ``new``, a value it invents (a
+new title, an amount); a value of its input in a derived form: ``lowercase`` (a word,
+lowercased), ``comma_joined`` (names joined by commas), ``release_tag`` (``v<version>``
+of a ``Release <version>`` subject), or ``derived`` (any other form — a status class
+``2xx`` of ``200``, an ISO date of a timestamp — that the check cannot test: only its
+shape and determinism are checked)."""
 
 SCALAR_TYPES = ("int", "number", "text")
 VALUE_PARSERS = ("int", "text")
@@ -93,6 +101,8 @@ class Sample(_Strict):
     facet: str
     of: str | None = None
     with_: list[str] = Field(default_factory=list, alias="with")
+    draws: Draws = "member"
+    """What the value is, for ``check-ecosystem`` (:data:`Draws`)."""
 
 
 class Param(_Strict):

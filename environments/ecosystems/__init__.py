@@ -80,6 +80,11 @@ class Ecosystem:
     def name(self) -> str:
         return self.spec.name
 
+    @property
+    def builtin(self) -> bool:
+        """One of the project's own ecosystems (a user's folder is not)."""
+        return self.folder.parent == BUILTIN_DIR
+
     layout_fn: contract.Layout | None = None
     provide_fn: contract.Provide | None = None
     shortcut_hooks: contract.ShortcutModule | None = None

@@ -4,6 +4,7 @@ and runs ``run``, ``query``, ``stats``, ``card`` and ``serve``): parse, call, pr
 - ``solve``, ``atif``, ``harbor``, ``repair``: ``solve`` and ``export preference``,
   ``export``/``import atif``, ``export harbor`` and ``check-harbor``, ``repair`` and
   ``vacuum``;
+- ``ecosystem``: ``check-ecosystem``, the conformance suite and a short trial on a folder;
 - ``data``: the commands and checks that read a dataset; ``rows_output`` streams query
   results to stdout;
 - ``arguments``, ``usage``: argument types, and the one-line bad-input error (exit 2);
@@ -12,5 +13,5 @@ and runs ``run``, ``query``, ``stats``, ``card`` and ``serve``): parse, call, pr
 Imports the flows (:mod:`flows.factory`, :mod:`flows.solve`) lazily, inside the commands.
 """
 
-__all__ = ["api_server", "arguments", "atif", "data", "harbor", "repair", "rows_output",
-           "solve", "usage"]
+__all__ = ["api_server", "arguments", "atif", "data", "ecosystem", "harbor", "repair",
+           "rows_output", "solve", "usage"]

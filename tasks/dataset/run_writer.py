@@ -7,8 +7,10 @@
    (:func:`tasks.dataset.store.lock.open_for_writing`), then reads what the dataset holds:
    :attr:`RunWriter.held` (candidates settled under the run's config hash, which the run
    skips) and every task into the dedup index, in commit order;
-2. :meth:`RunWriter.begin`: the run is recorded ``running`` in the manifest (a resume is
-   counted, a repair is not); from then on an exception that leaves the context marks
+2. :meth:`RunWriter.keep_ecosystems`: a snapshot of each user ecosystem folder the run
+   uses, unless the dataset holds it already; then :meth:`RunWriter.begin`: the run is
+   recorded ``running`` in the manifest (a resume is counted, a repair is not); from
+   then on an exception that leaves the context marks
    the run ``failed`` with the reason (a repair's run ``complete`` again), in the
    *committed* manifest (so no uncommitted shard gets listed), while the lock is still
    held.  A kill leaves it ``running``; ``--resume`` continues both.  So that a full disk
@@ -32,7 +34,7 @@ from __future__ import annotations
 import json
 import stat
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -63,6 +65,7 @@ from tasks.dataset.store.manifest import (
     save_manifest,
 )
 from tasks.dataset.store.paths import create
+from tasks.dataset.store.snapshots import store_snapshot
 from tasks.dataset.store.writer import ShardWriter
 
 REASON_CHARS = 500
@@ -120,6 +123,13 @@ class RunWriter:
     @property
     def run_id(self) -> str:
         return self.identity.run_id
+
+    def keep_ecosystems(self, folders: Iterable[tuple[str, str, Path]]) -> int:
+        """Snapshot each user ecosystem ``(name, digest, folder)`` the run uses into the
+        dataset (:mod:`tasks.dataset.store.snapshots`), before any task that references
+        it is committed; returns how many were new."""
+        return sum(store_snapshot(self.data, name, digest, folder)
+                   for name, digest, folder in folders)
 
     def begin(self) -> None:
         """Record the run as ``running`` in the manifest (saved now)."""

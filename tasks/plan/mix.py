@@ -3,9 +3,10 @@
 Three draws, each deterministic in the run seed and the candidate's index:
 
 - its **kind** (``build``, ``fix`` or ``reconstruct``) with the run's kind weights
-  (:data:`DEFAULT_KINDS`); an ecosystem without fault injectors plans no fix tasks, and one
-  whose state lives in a running service plans no reconstruct tasks (a program is given a
-  folder): those candidates are build tasks;
+  (:data:`DEFAULT_KINDS`).  A kind the ecosystem cannot give (fix without fault injectors,
+  reconstruct where the state lives in a running service: a program is given a folder) is
+  refused before the run (:func:`unavailable`) unless the mix asks for it *where
+  possible* (``fix?:1``); then those candidates are build tasks, and the run says so;
 - for a fix task, its **fault**: one of the ecosystem's injectors, those the run has used
   least first;
 - its **scenario** (:class:`schemas.ecosystem.Scenario`): with the run's
@@ -26,6 +27,10 @@ from schemas.graph import TASK_KINDS, TaskKind
 
 DEFAULT_KINDS: dict[TaskKind, float] = {"build": 2, "fix": 1}
 """Relative weight of each task kind."""
+DEFAULT_WHERE_POSSIBLE: tuple[TaskKind, ...] = ("fix",)
+"""Kinds the default mix asks for where possible (``build:2,fix?:1``)."""
+REFERENCE = "docs/ecosystem-reference.md"
+"""The ecosystem reference; ``REFERENCE#<anchor>`` names the section that fixes a gap."""
 OFF_SCENARIO_SHARE = 0.1
 """Share of candidates planned outside any scenario (over every tool of the ecosystem)."""
 
@@ -61,14 +66,61 @@ def parse_weights(text: str, expected: str) -> dict[str, float]:
     return weights
 
 
-def parse_kinds(text: str) -> dict[TaskKind, float]:
-    """``"build:2,fix:1"`` -> ``{"build": 2.0, "fix": 1.0}``; ValueError names what is
-    wrong."""
-    weights = parse_weights(text, "kind:weight pairs like build:2,fix:1")
+def parse_mix(text: str) -> tuple[dict[TaskKind, float], list[TaskKind]]:
+    """``"build:2,fix?:1"`` -> ``({"build": 2.0, "fix": 1.0}, ["fix"])``: the kind weights
+    and the kinds asked for *where possible* (a ``?`` after the kind); ValueError names
+    what is wrong."""
+    marked = parse_weights(text, "kind:weight pairs like build:2,fix:1 (fix?:1: where "
+                                 "possible)")
+    weights = {k.removesuffix("?"): w for k, w in marked.items()}
     unknown = [k for k in weights if k not in TASK_KINDS]
     if unknown:
-        raise ValueError(f"unknown kind {unknown[0]!r}; kinds are {', '.join(TASK_KINDS)}")
-    return weights  # type: ignore[return-value]  # keys checked against TASK_KINDS
+        raise ValueError(f"unknown kind {unknown[0]!r}; kinds are {', '.join(TASK_KINDS)} "
+                         "(a ? after one asks for it where possible)")
+    possible = [k for k in weights if f"{k}?" in marked]
+    return weights, possible  # type: ignore[return-value]  # keys checked against TASK_KINDS
+
+
+def parse_kinds(text: str) -> dict[TaskKind, float]:
+    """The kind weights of :func:`parse_mix` (``"build:2,fix:1"`` -> ``{"build": 2.0,
+    "fix": 1.0}``)."""
+    return parse_mix(text)[0]
+
+
+def unavailable(eco: Ecosystem, kinds: dict[TaskKind, float], where_possible: list[str],
+                require_observation: bool = False) -> list[str]:
+    """What the run asks of ``eco`` that it cannot give, one line each naming what to add
+    (and the reference section): a kind with a weight that is not asked *where possible*,
+    and tasks that need observation from an ecosystem with neither describers nor
+    discovery.  Empty when it can give everything asked."""
+    name, spec = eco.name, eco.spec
+    gaps = []
+    if kinds.get("fix") and "fix" not in where_possible and spec.faults is None:
+        gaps.append(f"ecosystem {name} has no fault injectors, so it makes no fix tasks: add "
+                    f"`faults:` to its ecosystem.yaml ({REFERENCE}#8-faults), or ask for "
+                    "fix tasks where possible (--kinds build:2,fix?:1)")
+    if kinds.get("reconstruct") and "reconstruct" not in where_possible and spec.service:
+        gaps.append(f"ecosystem {name} keeps its state in a running service, and a "
+                    "reconstruct task's program works on a folder: give it a folder "
+                    f"interface ({REFERENCE}#reconstruct-tasks), or ask for reconstruct tasks "
+                    "where possible (--kinds build:2,reconstruct?:1)")
+    if require_observation and not (spec.describers or spec.discovery):
+        gaps.append(f"ecosystem {name} declares neither describers nor discovery, so no task "
+                    "of it needs observation: add `describers:` to its ecosystem.yaml "
+                    f"({REFERENCE}#7-describers), or drop --require-observation")
+    return gaps
+
+
+def downgraded(eco: Ecosystem, kinds: dict[TaskKind, float]) -> list[str]:
+    """The kinds asked where possible that ``eco`` plans as build tasks, one note each."""
+    notes = []
+    if kinds.get("fix") and eco.spec.faults is None:
+        notes.append(f"ecosystem {eco.name} has no fault injectors: its share of fix tasks "
+                     f"is planned as build tasks (add `faults:`, {REFERENCE}#8-faults)")
+    if kinds.get("reconstruct") and eco.spec.service is not None:
+        notes.append(f"ecosystem {eco.name} keeps its state in a service: its share of "
+                     "reconstruct tasks is planned as build tasks")
+    return notes
 
 
 def plantable(eco: Ecosystem, seed: int, fault: str) -> bool:

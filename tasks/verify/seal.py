@@ -3,7 +3,7 @@ running, takes the logs folder, runs the agent's programs with the agent's right
 and writes the reward last.
 
 Standard library only, and no ``from __future__`` import: every rendered verifier embeds
-this file's source (like :mod:`tasks.comparisons`).  A verifier run as root with
+this file's source (like :mod:`tasks.verify.comparisons`).  A verifier run as root with
 ``--agent-user UID:GID`` (Harbor's ``tests/test.sh``, the factory's gate and ``solve``)
 goes through :func:`judged`, which does, in order:
 

@@ -16,9 +16,8 @@ tests/fixtures/ecosystems, on each backend the ecosystem supports.
 
 Fixtures that are broken on purpose say so here: ``BROKEN_TOOLS`` lists each tool that
 must fail and how, ``SEED_FAILS`` the ecosystems whose seed fails for some seeds (that
-check is an expected failure), ``NEW_VALUE_SAMPLERS`` the samplers that invent a value (a
-new title, a commit message, an amount, a line count) instead of picking one from the state,
-``DERIVED_SAMPLERS`` those that pick one in a derived form (lowercased, comma-joined).  One
+check is an expected failure).  A sampler that invents a value (a new title, an amount) or
+picks one in a derived form says so in its ecosystem's own ``sample: {draws: ...}``.  One
 sandbox per ecosystem and backend (each seed realized from the snapshot of its empty
 workspace); the docker backend needs the engine and the base image.
 """
@@ -41,7 +40,8 @@ from environments.ecosystems.usercode import UserCodeError
 from environments.local.config import LocalConfig
 from environments.registry import make_provider
 from environments.sandbox import SandboxProvider
-from tests.support.ecosystem_exercise import Exercise, ToolRun, canonical
+from tasks.conformance.checks import drawn_from
+from tasks.conformance.exercise import Exercise, ToolRun, canonical
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "ecosystems"
 REFS = {**{name: name for name in builtin_names()},
@@ -65,36 +65,6 @@ which the base image lacks; on the local backend it runs where the host has jq. 
 local backend cannot make a pids cgroup (not root; a documented gap) nothing stops
 ``fork_bomb`` but its timeout or its own ``sleep 3; exit 1``, whichever comes first, so
 there it may also fail as a ``tool_error``."""
-NEW_VALUE_SAMPLERS = {
-    "files": {"json_value", "line_count"},
-    "sql": {"set_value", "insert_columns", "insert_values"},
-    "git": {"tag_message", "note_line", "append_message", "remove_message"},
-    "service": {"next_ticket_id", "new_title", "new_user_name", "new_user_email",
-                "comment_body"},
-    "inventory": {"units"},
-}
-
-DERIVED_SAMPLERS: dict[str, dict[str, str]] = {
-    "service": {"search_word": "lowercase"},
-    "sql": {"join_columns": "comma_joined"},
-    "git": {"untagged_release": "release_tag"},
-}
-"""Samplers whose value is drawn from their input in a derived form: ``lowercase`` (a
-word of the input, lowercased), ``comma_joined`` (names of the input joined by commas),
-``release_tag`` (``v<version>`` of a ``Release <version>`` subject of the input)."""
-
-
-def _drawn_from(value: str, text: str, form: str | None) -> bool:
-    """``value`` is in ``text`` as it is, or in the derived ``form`` its sampler declares."""
-    if form == "lowercase":
-        return value in text.lower()
-    if form == "comma_joined":
-        return all(part and part in text for part in value.split(","))
-    if form == "release_tag":
-        return f"Release {value.removeprefix('v')}" in text
-    return value in text
-
-
 def _supports(name: str, backend: str) -> bool:
     eco = load_ecosystem(REFS[name])
     return BACKENDS[backend].runs in eco.spec.backends
@@ -241,10 +211,8 @@ def test_every_sampler_draws_from_what_it_is_given(exercised: _Exercised, name: 
     assert facets <= {s.facet for s in drawn} | _never_drawn(exercise), "samplers never run"
     for s in drawn:
         assert isinstance(s.value, str) and s.value, (s.facet, s.value)
-        if s.facet not in NEW_VALUE_SAMPLERS.get(name, set()):
-            form = DERIVED_SAMPLERS.get(name, {}).get(s.facet)
-            assert _drawn_from(s.value, s.text, form), \
-                f"{s.facet} drew {s.value!r}, which is not in its input"
+        assert drawn_from(s), f"{s.facet} drew {s.value!r}, which is not in its input " \
+            f"as its declared draws ({s.draws}) says"
     for facet in sorted({s.facet for s in drawn}):
         content = next(s.content for s in drawn if s.facet == facet)
         draws = []

@@ -25,6 +25,7 @@ import pytest
 
 from environments.docker.config import DockerConfig
 from environments.docker.harbor_container import CHECK_LABEL, remove_labelled, remove_run
+from environments.ecosystems import load_ecosystem
 from tasks.exports.harbor.check import check_folder
 from tasks.exports.harbor.source import ExportTask, load_ecosystems, load_rows
 from tests.integration.test_faults import FAULTS, planted
@@ -91,7 +92,8 @@ def _broken_copy(out, tmp_path, prefix):
 
 def _check(copy, data):
     row = load_rows(data, f"task_id = '{copy.name.split('-', 1)[1]}'")[0]
-    task = ExportTask.of(row, load_ecosystems({row.ecosystem}, [])[row.ecosystem])
+    eco = load_ecosystems([row], [], data)[row.ecosystem, row.ecosystem_version]
+    task = ExportTask.of(row, eco)
     client = docker.from_env(timeout=900)
     try:
         return check_folder(client, copy, task, RUN)
@@ -237,7 +239,7 @@ def test_reconstruct_folders_lay_out_the_examples_and_score_like_the_gate(recons
 def _hidden_lines(task):
     """Lines of the task's hidden seed files that no public seed file has (as in
     tests/integration/test_reconstruct.py)."""
-    eco = load_ecosystems({task.ecosystem}, [])[task.ecosystem]
+    eco = load_ecosystem(task.ecosystem)  # a built-in
     cases = json.loads(task.cases_json)
     seeds = {c["public"]: [] for c in cases}
     for c in cases:

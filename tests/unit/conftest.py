@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from environments.ecosystems.code import TRUST
+from tests.support.crafted import Guard
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -26,3 +27,9 @@ def fuzz_original(tmp_path_factory) -> Path:
     from tests.support.fuzz_dataset import make_original
 
     return make_original(tmp_path_factory.mktemp("fuzz"))
+
+
+@pytest.fixture
+def guard(tmp_path) -> Guard:
+    """A guard folder beside the test's dataset (:class:`tests.support.crafted.Guard`)."""
+    return Guard(tmp_path / "guard")

@@ -115,12 +115,14 @@ def test_plan_reports_diversity_without_running_anything():
 
 
 def test_run_warns_about_an_ecosystem_without_discovery(tmp_path):
-    """The fixture declares no discovery: the run says so before it starts (here it then
-    stops at an unwritable --data, so nothing runs)."""
+    """The fixture declares no discovery and no fault injectors: the run says both before
+    it starts (the default mix asks for fix tasks where possible; here it then stops at
+    an unwritable --data, so nothing runs)."""
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     proc = run_cli("run", "--ecosystem", INVENTORY, "--data", str(blocker / "data"))
-    warning, error = proc.stderr.strip().splitlines()
+    note, warning, error = proc.stderr.strip().splitlines()
+    assert note.startswith("note: ecosystem inventory has no fault injectors")
     assert warning.startswith("warning: ecosystem inventory declares no discovery")
     assert proc.returncode == 2 and "cannot write the dataset" in error
 

@@ -17,7 +17,6 @@ from tasks.dataset.store.commits import QUARANTINE
 from tasks.dataset.store.lock import LOCK
 from tasks.dataset.store.manifest import MANIFEST, load_manifest
 from tests.support.crafted import (
-    Guard,
     cli,
     edit_manifest,
     one_line,
@@ -28,11 +27,6 @@ from tests.support.small_dataset import RUN, build
 
 SHARD = f"part-{RUN}-00099.0123456789abcdef.parquet"
 """A name a shard of the dataset's run could have (never listed)."""
-
-
-@pytest.fixture
-def guard(tmp_path) -> Guard:
-    return Guard(tmp_path / "guard")
 
 
 @pytest.fixture

@@ -44,6 +44,7 @@ def one_error_line(proc, needle):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("taskfactory: error:"), proc.stderr
     assert needle in lines[0], lines[0]
+    return lines[0]
 
 
 def test_every_task_becomes_a_harbor_folder(dataset, tmp_path):
@@ -123,8 +124,9 @@ def test_bad_input_is_one_line_and_writes_nothing(dataset, tmp_path):
     one_error_line(export(tmp_path / "missing", out), "no dataset at")
     one_error_line(export(data, out, "--where", "nosuch_column = 1"), "--where: query failed")
     one_error_line(export(data, out, "--where", "ecosystem = 'git'"), "no accepted task")
-    one_error_line(export(data, out), "ecosystem 'inventory', which is not built in; pass its "
-                                      "folder with --ecosystem-dir")
+    line = one_error_line(export(data, out), "ecosystem 'inventory' version 1+")
+    assert line.endswith("which is not built in and has no snapshot in "
+                         f"{data}; pass its folder with --ecosystem-dir"), line
     changed = tmp_path / "inventory"
     shutil.copytree(INVENTORY, changed)
     spec = changed / "ecosystem.yaml"

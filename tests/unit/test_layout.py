@@ -18,7 +18,7 @@ MAX_FUNCTION_LINES = 60
 MAX_MODULES_PER_FOLDER = 15
 TASK_LAYERS = (("core",), ("plan", "rules", "verify"), ("execute", "instruct"),
                ("trajectories",), ("reconstruct",), ("gate",), ("stages",), ("pipeline",),
-               ("dataset",), ("exports",), ("rollouts",))
+               ("conformance",), ("dataset",), ("exports",), ("rollouts",))
 """The packages of ``tasks/`` from the bottom up: each imports only those of earlier
 layers (a stage never imports a later stage); packages of one layer import neither."""
 

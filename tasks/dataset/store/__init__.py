@@ -8,10 +8,11 @@
   committed together or not at all);
 - ``folder``, ``paths``, ``errors``: what makes a folder a dataset, which paths inside
   it are the factory's, the one-line errors;
+- ``snapshots``: the user ecosystem folders runs used, kept under ``ecosystems/``;
 - ``repair``, ``vacuum``: rebuilding a manifest and quarantining, the only deletion.
 
 Imports nothing of ``tasks/`` outside :mod:`tasks.dataset`.
 """
 
 __all__ = ["checksums", "commits", "errors", "folder", "lock", "manifest", "paths",
-           "repair", "vacuum", "writer"]
+           "repair", "snapshots", "vacuum", "writer"]

@@ -52,6 +52,7 @@ from tasks.dataset.store.manifest import (
     save_manifest,
 )
 from tasks.dataset.store.paths import inside, move, open_file
+from tasks.dataset.store.snapshots import odd_snapshot_entries
 
 
 @dataclass
@@ -134,8 +135,9 @@ def plan_repair(data_dir: Path) -> RepairPlan:
     old = _old_manifest(data_dir, plan)
     base = old or Manifest()
     _once(base, plan)
+    odd = odd_files(data_dir) + odd_snapshot_entries(data_dir)
     plan.notes += [f"{path} is {what}: never read, written or deleted by taskfactory; "
-                   "remove it" for path, what in odd_files(data_dir)]
+                   "remove it" for path, what in odd]
     new = plan.manifest
     new.runs = {k: v.model_copy() for k, v in base.runs.items()}
     new.abandoned = [p for p in base.abandoned if inside(data_dir, p)]

@@ -3,8 +3,10 @@
 What it may delete, when last modified longer ago than the retention window: shard files
 the manifest does not list (a killed writer's commit; recorded ``abandoned`` or not),
 temp files of atomic writes (``.<name>.tmp`` in the folder, the table folders and
-``plots/``), write probes and the room an interrupted run set aside, and — only when
-asked — quarantine folders.  Only regular files and real folders are deleted, through
+``plots/``), ecosystem snapshots no listed ``tasks`` row references and the temp folders
+of unfinished ones (:mod:`tasks.dataset.store.snapshots`), write probes and the room an
+interrupted run set aside, and — only when asked — quarantine folders.  Only regular
+files and real folders are deleted, through
 :mod:`tasks.dataset.store.paths`: a link (a ``_quarantine`` or table folder pointing
 elsewhere) is neither followed nor deleted.
 :func:`vacuum` opens the dataset for writing first, so a folder whose manifest cannot
@@ -25,6 +27,8 @@ from tasks.dataset.store.folder import RESERVE
 from tasks.dataset.store.lock import open_for_writing
 from tasks.dataset.store.manifest import Manifest, save_manifest
 from tasks.dataset.store.paths import folder_if_real, regular_files, remove, size
+from tasks.dataset.store.snapshots import FOLDER as SNAPSHOTS
+from tasks.dataset.store.snapshots import referenced, snapshots, temp_folders
 
 _DURATION = re.compile(r"^(\d+)([smhdw])$")
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -64,6 +68,10 @@ def _found(data_dir: Path, manifest: Manifest, quarantine: bool) -> list[tuple[s
             found += [(n, "write probe") for n in names if n.startswith(".write-test-")]
             found += [(n, "space set aside by an interrupted run") for n in names
                       if n == RESERVE]
+    keep = referenced(data_dir, manifest)
+    found += [(f"{SNAPSHOTS}/{n}", "unreferenced ecosystem snapshot")
+              for n in snapshots(data_dir) if n not in keep]
+    found += [(f"{SNAPSHOTS}/{n}", "temp folder") for n in temp_folders(data_dir)]
     if quarantine:
         found += [(rel, "quarantine") for rel in quarantine_folders(data_dir)]
     return found

@@ -79,7 +79,8 @@ def seed_files(task: TaskRow, eco: Ecosystem, additions: EnvAdditions) -> dict[s
         raise HarborError(
             f"task {task.task_id} was made with ecosystem {task.ecosystem!r} version "
             f"{task.ecosystem_version}, but {eco.folder} is version {ecosystem_version(eco)}; "
-            "pass the ecosystem folder the task was generated with (--ecosystem-dir)")
+            "pass the ecosystem folder the task was generated with (--ecosystem-dir), or "
+            "none to use the dataset's snapshot of it")
     try:
         files = eco.seed_state(task.seed, task.fault)
     except KeyError as exc:

@@ -1,5 +1,6 @@
 """Where exported tasks come from: the dataset's ``tasks`` table, each row with its
-ecosystem (built in, or a folder the user names) and its parsed trace and checks.
+ecosystem (a folder the user names, else the dataset's snapshot of the folder the task
+was made with, else the built-in) and its parsed trace and checks.
 
 The dataset is read through its public read API (``connect``, ``check_read_only``), and
 only from :func:`load_rows`.  Bad input — no dataset, a ``where`` that DuckDB refuses, an
@@ -92,23 +93,49 @@ def load_rows(data: Path, where: str | None = None) -> list[TaskRow]:
         raise HarborError(f"--where: {exc}") from None
 
 
-def load_ecosystems(names: Iterable[str], folders: list[Path]) -> dict[str, Ecosystem]:
-    """Ecosystem by name: the ``--ecosystem-dir`` folders first, then the built-ins."""
+def load_ecosystems(rows: Iterable[TaskRow], folders: list[Path], data: Path
+                    ) -> dict[tuple[str, str], Ecosystem]:
+    """Ecosystem by (name, ecosystem version) of each row: a ``--ecosystem-dir`` folder of
+    that name first (an edited one is refused later, by its version), else the dataset's
+    snapshot of the folder the row was made with, else the built-in."""
     from environments.ecosystems import EcosystemError, builtin_names, load_ecosystem
 
-    found: dict[str, Ecosystem] = {}
+    given: dict[str, Ecosystem] = {}
     for folder in folders:
         try:
             eco = load_ecosystem(str(folder))
         except EcosystemError as exc:
             raise HarborError(f"--ecosystem-dir: {exc}") from None
-        found.setdefault(eco.name, eco)
-    for name in sorted(set(names) - set(found)):
-        if name not in builtin_names():
-            raise HarborError(f"tasks use ecosystem {name!r}, which is not built in; pass its "
-                              f"folder with --ecosystem-dir")
-        found[name] = load_ecosystem(name)
+        given.setdefault(eco.name, eco)
+    found: dict[tuple[str, str], Ecosystem] = {}
+    for key in sorted({(r.ecosystem, r.ecosystem_version) for r in rows}):
+        name = key[0]
+        known = given.get(name) or _snapshot(data, *key)
+        if known is None and name not in builtin_names():
+            raise HarborError(f"tasks use ecosystem {name!r} version {key[1]}, which is not "
+                              f"built in and has no snapshot in {data}; pass its folder with "
+                              "--ecosystem-dir")
+        found[key] = known or load_ecosystem(name)
     return found
+
+
+def _snapshot(data: Path, name: str, version: str) -> Ecosystem | None:
+    """The dataset's snapshot of ecosystem ``name`` at ``version`` (loaded like any user
+    folder), or None; HarborError when it is crafted or no longer what its name says."""
+    from environments.ecosystems import EcosystemError, load_ecosystem
+    from tasks.dataset.store.errors import OutsideError
+    from tasks.dataset.store.snapshots import digest_of, snapshot_folder
+
+    try:
+        folder = snapshot_folder(data, name, version)
+        eco = load_ecosystem(str(folder)) if folder is not None else None
+    except (OutsideError, EcosystemError) as exc:
+        raise HarborError(f"the dataset's snapshot of ecosystem {name!r}: {exc}") from None
+    if eco is not None and (eco.name, eco.digest) != (name, digest_of(version)):
+        raise HarborError(f"the dataset's snapshot {folder} is ecosystem {eco.name!r} digest "
+                          f"{eco.digest}, not what its name says: it was changed or crafted; "
+                          "pass the ecosystem folder with --ecosystem-dir")
+    return eco
 
 
 def selected_tasks(data: Path, where: str | None, folders: list[Path]) -> list[ExportTask]:
@@ -119,8 +146,8 @@ def selected_tasks(data: Path, where: str | None, folders: list[Path]) -> list[E
         raise HarborError(f"no accepted task in {data} matches"
                           + (f" --where {where}" if where else "")
                           + "; look with `taskfactory query \"select ... from tasks\"`")
-    ecos = load_ecosystems({r.ecosystem for r in rows}, folders)
-    return [ExportTask.of(row, ecos[row.ecosystem]) for row in rows]
+    ecos = load_ecosystems(rows, folders, data)
+    return [ExportTask.of(row, ecos[row.ecosystem, row.ecosystem_version]) for row in rows]
 
 
 def task_folders(root: Path) -> list[Path]:
@@ -168,5 +195,6 @@ def folder_tasks(folders: list[Path], data: Path,
     if missing:
         raise HarborError(f"{len(missing)} task(s) are not in {data} (e.g. {missing[0]}); "
                           "pass the dataset they were exported from with --data")
-    ecos = load_ecosystems({r.ecosystem for r in rows.values()}, ecosystem_dirs)
-    return [(ExportTask.of(rows[ids[f]], ecos[rows[ids[f]].ecosystem]), f) for f in folders]
+    ecos = load_ecosystems(rows.values(), ecosystem_dirs, data)
+    return [(ExportTask.of(row, ecos[row.ecosystem, row.ecosystem_version]), f)
+            for f, row in ((f, rows[ids[f]]) for f in folders)]

@@ -1,5 +1,6 @@
 """Exercise an ecosystem in one sandbox: every tool once, each write's probe delta, each
-sampled value and the state it was drawn from (for the ecosystem conformance suite).
+sampled value and the state it was drawn from, and each alternative command's result
+beside the command's (for the conformance suite, :mod:`tasks.conformance.checks`).
 
 Graphs come from the real planner (it favours tools it has used least, so a few dozen
 candidates cover every tool); each candidate's seed is realized in the same sandbox, from
@@ -15,7 +16,8 @@ from typing import Any
 from environments.ecosystems import Ecosystem
 from environments.ecosystems.usercode import UserCodeError
 from environments.sandbox import Sandbox, Snapshot
-from schemas.graph import Binding, Candidate
+from schemas.graph import Binding, Candidate, WorkflowGraph
+from tasks.core.commands import render_shell, shell_argv
 from tasks.core.failures import StageFailure
 from tasks.execute.realize import probe, realize
 from tasks.execute.steps import run_step
@@ -39,6 +41,8 @@ class Sampled:
     facet: str
     value: str
     content: bytes | dict[str, Any]
+    draws: str = "member"
+    """What its parameter declares the value to be (``schemas.ecosystem.Draws``)."""
 
     @property
     def text(self) -> str:
@@ -61,6 +65,10 @@ class ToolRun:
     declared: str | None = None
     changed: dict[str, set[str]] = field(default_factory=dict)
     sampled: list[Sampled] = field(default_factory=list)
+    differing: dict[str, str] = field(default_factory=dict)
+    """Alternative command -> how its result differs from the command's (stdout for a
+    read, the probe state for a write); an alternative that agrees is not listed."""
+    alternatives_run: int = 0
 
 
 def _changed(before: dict[str, dict[str, object]], after: dict[str, dict[str, object]]
@@ -103,6 +111,11 @@ class Exercise:
             return False
         return True
 
+    def candidate(self, graph: WorkflowGraph, seed: int) -> Candidate:
+        """``graph`` on ``seed`` as a candidate of this exercise."""
+        return Candidate(candidate_id=f"conformance-{seed}", index=0,
+                         ecosystem=self.eco.name, seed=seed, graph=graph)
+
     def run_all(self) -> dict[str, ToolRun]:
         """Every tool's first run (a tool no planned candidate uses is missing)."""
         for candidate, _ in iter_candidates(self.eco, MAX_CANDIDATES, self.run_seed,
@@ -137,6 +150,7 @@ class Exercise:
             sources = {p.name: self._source(step.bind[p.sample.of] if p.sample.of else None,
                                             outputs, before)
                        for p in tool.params if p.sample is not None}
+            start = self.sandbox.snapshot() if self._alternatives_due(tool.name) else None
             try:
                 trace = run_step(self.sandbox, self.eco, candidate, step, outputs)
             except (StageFailure, UserCodeError) as failure:
@@ -145,12 +159,47 @@ class Exercise:
                 self._record(ToolRun(tool.name, failure=detail))
                 return
             outputs[step.id] = run.output = trace.output
-            run.sampled = [Sampled(p.sample.facet, trace.args[p.name], sources[p.name])
+            run.sampled = [Sampled(p.sample.facet, trace.args[p.name], sources[p.name],
+                                   p.sample.draws)
                            for p in tool.params if p.sample is not None]
+            after = probe(self.sandbox, self.eco)
             if tool.effect == "write" and tool.returns.from_param:
                 run.declared = trace.args[tool.returns.from_param]
-                run.changed = _changed(before, probe(self.sandbox, self.eco))
+                run.changed = _changed(before, after)
+            if start is not None:
+                self._compare_alternatives(run, start, trace.args, trace.observation.stdout,
+                                           after)
             self._record(run)
+
+    def _alternatives_due(self, tool: str) -> bool:
+        """The tool has alternatives and no successful run compared them yet."""
+        done = self.runs.get(tool)
+        return bool(self.eco.spec.tool(tool).alternatives) and (
+            done is None or done.failure is not None)
+
+    def _compare_alternatives(self, run: ToolRun, start: Snapshot, args: dict[str, str],
+                              stdout: str, after: dict[str, Any]) -> None:
+        """Run each alternative of ``run``'s tool from ``start`` with the same ``args``:
+        a read must print what the command printed, a write must leave the probe state the
+        command left.  The sandbox is left as the command left it."""
+        tool = self.eco.spec.tool(run.tool)
+        end = self.sandbox.snapshot()
+        for alternative in tool.alternatives:
+            self.sandbox.restore(start)
+            result = self.sandbox.exec(shell_argv(render_shell(alternative, args)),
+                                       timeout=tool.timeout_s)
+            run.alternatives_run += 1
+            if result.exit_code != 0:
+                run.differing[alternative] = f"exits {result.exit_code}: " \
+                    f"{result.stderr.strip()[-120:]}"
+            elif tool.effect == "read" and result.stdout.strip() != stdout.strip():
+                run.differing[alternative] = f"prints {result.stdout.strip()[:80]!r}, the " \
+                    f"command {stdout.strip()[:80]!r}"
+            elif tool.effect == "write" and (diff := _changed(after, probe(self.sandbox,
+                                                                          self.eco))):
+                run.differing[alternative] = f"leaves other state in {sorted(diff)}: " \
+                    f"{sorted(k for keys in diff.values() for k in keys)[:3]}"
+        self.sandbox.restore(end)
 
     def _source(self, of: Binding | None, outputs: dict[str, object],
                 before: dict[str, Any]) -> bytes | dict[str, Any]:
