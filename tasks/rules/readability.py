@@ -184,7 +184,11 @@ def _quantile(values: list[int], q: float) -> float:
 
 def figures(texts: list[str]) -> Figures:
     """:class:`Figures` of ``texts`` (all zero for none)."""
-    found = [readability(t) for t in texts]
+    return summary([readability(t) for t in texts])
+
+
+def summary(found: list[Readability]) -> Figures:
+    """:class:`Figures` of instructions already counted (all zero for none)."""
     if not found:
         return Figures(0, 0.0, 0.0, 0, 0.0, 0, 0.0)
     longest = sorted(f.longest for f in found)

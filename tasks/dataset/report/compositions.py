@@ -16,10 +16,12 @@ execution are meant to prevent (``tasks/plan/planner.py`` uses each tool once pe
 - ``mixed sources joined``: a step with two or more file inputs whose sources (the seeded
   files they derive from, followed back through the steps that wrote them) are of
   different kinds (file extensions), such as a log concatenated with a CSV;
-- ``overwritten``: a later step gives the same entry a value for a parameter of the same
-  name as an earlier step did (a ticket created with a title, then retitled);
 - ``unrelated extra (fix)``: a fix task with a step that neither is a repair step nor
   uses, directly or through other steps, what a repair step made (needs the graph).
+
+Steps whose effect a later step undoes or overwrites (a field of a record set twice) are
+rejected during execution from the probe states around each step
+(:mod:`tasks.execute.purpose`); the shards keep no such states, so no detector here.
 
 Tasks written before steps carried digests count as not measured for the two digest
 detectors.  Imports neither Prefect nor Docker.
@@ -39,8 +41,7 @@ from environments.ecosystems import Ecosystem, builtin_names, load_ecosystem
 from tasks.dataset.query import stream_rows
 
 DETECTORS = ("repeated tool", "identical outputs", "output equals input",
-             "JSON through a line tool", "mixed sources joined", "overwritten",
-             "unrelated extra (fix)")
+             "JSON through a line tool", "mixed sources joined", "unrelated extra (fix)")
 DIGESTS = ("identical outputs", "output equals input")
 """Detectors that need ``StepTrace.digest`` (absent from older tasks)."""
 _PATH = re.compile(r"^[\w.-]+(/[\w.-]+)*\.[A-Za-z0-9]+$")
@@ -57,20 +58,6 @@ def _kind(path: str) -> str:
 def _lines(output_type: str) -> bool:
     """Line-oriented text (``file.text`` before the text types were split)."""
     return output_type == "file.text" or output_type.startswith("file.text.lines")
-
-
-def _overwritten(steps: list[dict]) -> bool:
-    """Two steps give one entry (a step's output) a value for the same parameter."""
-    set_by: dict[str, set[str]] = defaultdict(set)
-    for st in steps:
-        out = st.get("output")
-        if not isinstance(out, str):
-            continue
-        params = {k for k, v in st["args"].items() if v != out}
-        if set_by[out] & params:
-            return True
-        set_by[out] |= params
-    return False
 
 
 def _unrelated_to_fix(graph: dict, repairs: int) -> bool:
@@ -92,8 +79,6 @@ def findings(trace: dict, checks: list[dict], graph: dict | None = None,
     graph and the number of its repair steps)."""
     steps = trace.get("steps", [])
     found: set[str] = set()
-    if _overwritten(steps):
-        found.add("overwritten")
     if graph is not None and graph.get("fault") and _unrelated_to_fix(graph, repairs):
         found.add("unrelated extra (fix)")
     tools = [st["tool"] for st in steps]
@@ -168,8 +153,9 @@ def _repairs(ecosystems: dict[str, Ecosystem | None], name: str, fault: str | No
 COLUMNS = ["ecosystem", "tasks", *DETECTORS]
 NOTE = ("Accepted tasks flagged by each detector of purposeless work (a tool run twice, two "
         "outputs equal, an output equal to its input, JSON through a line tool, files of "
-        "different kinds joined); the digest detectors count only tasks whose steps carry "
-        "digests.")
+        "different kinds joined, a fix task with work unrelated to its repair); the digest "
+        "detectors count only tasks whose steps carry digests.  Steps undone or overwritten "
+        "by a later step are rejected during execution, from the probe states.")
 
 
 def composition_rows(con: duckdb.DuckDBPyConnection) -> list[list[object]]:
