@@ -43,4 +43,4 @@ class Instruct:
         ctx.required = required
         ctx.instruction = draft
         if ctx.llm is not None:
-            ctx.instruction = paraphrase_instruction(ctx.llm, draft, required)
+            ctx.instruction = paraphrase_instruction(ctx.llm, draft, required, ctx.trace.answer)
