@@ -3,15 +3,17 @@
 A backend is a subclass of :class:`BackendConfig` with a ``type`` literal (its name, the
 discriminator of a config file: ``{"type": "docker", "memory_mb": 1024}``) and
 ``extra="forbid"``.  It names the ``backends`` value of ``ecosystem.yaml`` it can run
-(:attr:`BackendConfig.runs`) and imports its implementation only in :meth:`provider`, so
-importing a config never imports a heavy SDK.  :mod:`environments.registry` finds configs
-by name.
+(:attr:`BackendConfig.runs`) and names its implementation by import path
+(:attr:`BackendConfig.provider_class`, :attr:`BackendConfig.image_builder`), so a config
+never imports its backend: :mod:`environments.registry` finds configs by name and opens a
+config's provider by the name it gives, only when a provider opens (importing a config
+never imports a heavy SDK).
 """
 
 from __future__ import annotations
 
-import abc
-from typing import TYPE_CHECKING, ClassVar, Literal, Self
+import importlib
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,10 +21,9 @@ from environments.sandbox import SandboxUnavailableError
 
 if TYPE_CHECKING:
     from environments.ecosystems import Ecosystem
-    from environments.sandbox import SandboxProvider
 
 
-class BackendConfig(BaseModel, abc.ABC):
+class BackendConfig(BaseModel):
     """Settings of one sandbox backend; subclasses set ``type`` to a ``Literal`` name."""
 
     model_config = ConfigDict(extra="forbid")
@@ -35,10 +36,12 @@ class BackendConfig(BaseModel, abc.ABC):
     """Which ``backends`` value of an ``ecosystem.yaml`` this backend serves: ``docker``
     (a container from an image, packages installable) or ``local`` (a host folder)."""
 
-    @abc.abstractmethod
-    def provider(self, run_id: str) -> SandboxProvider:
-        """A new provider of sandboxes for run ``run_id`` (imports the backend now).
-        ``SandboxUnavailableError`` when the backend cannot be used here."""
+    provider_class: ClassVar[str]
+    """``package.module:Class`` of the backend's provider, made as ``Class(config, run_id)``
+    by :func:`environments.registry.make_provider` (which imports it only then)."""
+    image_builder: ClassVar[str | None] = None
+    """``package.module:function`` that gives this config for an ecosystem's image with extra
+    packages, ``function(eco, config, packages)``; None: a backend without images."""
 
     def available(self, timeout: float = 3.0) -> bool:
         """True when what the backend runs on answers now (within ``timeout`` s); a
@@ -53,11 +56,15 @@ class BackendConfig(BaseModel, abc.ABC):
             raise SandboxUnavailableError(
                 f"ecosystem {eco.name!r} needs the {' or '.join(eco.spec.backends)} backend, "
                 f"not {self.type}")
-        return self._with_image(eco, packages)
-
-    def _with_image(self, eco: Ecosystem, packages: tuple[str, ...]) -> Self:
-        """The config for ``eco`` with ``packages``; a backend without images refuses
-        packages."""
+        if self.image_builder is not None:
+            built: Self = named(self.image_builder)(eco, self, packages)
+            return built
         if packages:
             raise SandboxUnavailableError(f"the {self.type} backend cannot install packages")
         return self
+
+
+def named(path: str) -> Any:
+    """What ``package.module:attribute`` names (ImportError, AttributeError otherwise)."""
+    module_name, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module_name), attr)

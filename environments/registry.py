@@ -15,12 +15,11 @@ how to add one.
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Mapping
 from typing import Any
 
-from environments.config import BackendConfig
+from environments.config import BackendConfig, named
 from environments.sandbox import SandboxProvider
 
 log = logging.getLogger(__name__)
@@ -52,9 +51,8 @@ def _unknown(name: str, why: str) -> UnknownBackendError:
 
 
 def _load(path: str) -> type[BackendConfig]:
-    module_name, _, attr = path.partition(":")
     try:
-        found = getattr(importlib.import_module(module_name), attr)
+        found = named(path)
     except (ImportError, AttributeError) as exc:
         raise _unknown(path, f"{type(exc).__name__}: {exc}") from None
     if not (isinstance(found, type) and issubclass(found, BackendConfig)):
@@ -111,5 +109,8 @@ def parse_backend(data: Mapping[str, Any]) -> BackendConfig:
 
 
 def make_provider(config: BackendConfig, run_id: str) -> SandboxProvider:
-    """A new provider for ``config`` (its backend module is imported only now)."""
-    return config.provider(run_id)
+    """A new provider for ``config`` (its backend module, named by the config's
+    ``provider_class``, is imported only now).  ``SandboxUnavailableError`` when the
+    backend cannot be used here."""
+    provider: SandboxProvider = named(config.provider_class)(config, run_id)
+    return provider

@@ -20,12 +20,15 @@ from flows import limits
 from flows.infrastructure import CandidateErrored, errored
 from flows.providers import provider_for
 from schemas.graph import Candidate
-from schemas.records import AttemptStatus, InstructionStyle
+from schemas.records import AttemptStatus
 from tasks.core.llm import LLMClient, LLMConfig
 from tasks.dataset.provenance import generator_version
 from tasks.execute.realize import OpenSandbox
 from tasks.pipeline import PIPELINE, Outcome, Pipeline, attempt_row
 from tasks.stages.context import CandidateContext
+from tasks.stages.settings import CandidateSettings
+
+DEFAULTS = CandidateSettings()
 
 
 @cache
@@ -55,20 +58,17 @@ def sandbox_opener(eco: Ecosystem, backend: BackendConfig, run_id: str,
 
 
 def build_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendConfig,
-                    run_id: str, max_repairs: int = 2,
-                    instruction_style: InstructionStyle = "goal",
-                    require_observation: bool = False, strict: bool = False,
+                    run_id: str, settings: CandidateSettings = DEFAULTS,
                     pipeline: Pipeline = PIPELINE) -> Outcome:
-    """Run one candidate through ``pipeline`` and return its attempt (and task, if
-    accepted).  ``backend`` is the base config (the ecosystem's image is derived from it);
-    ``max_repairs=0`` turns targeted repair off (for yield comparisons)."""
+    """Run one candidate through ``pipeline`` with the run's ``settings`` and return its
+    attempt (and task, if accepted).  ``backend`` is the base config (the ecosystem's image
+    is derived from it)."""
     eco = ecosystem(ecosystem_ref)
     ctx = CandidateContext(
         candidate=candidate, graph=candidate.graph, eco=eco, run_id=run_id,
         open_sandbox=sandbox_opener(eco, backend, run_id, candidate), backend=backend.type,
         image=getattr(backend, "image", "local"), generator_version=generator_version(),
-        max_repairs=max_repairs, instruction_style=instruction_style,
-        require_observation=require_observation, strict=strict, llm=llm_client())
+        settings=settings, llm=llm_client())
     try:
         return pipeline.run(ctx)
     except Exception as exc:

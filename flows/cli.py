@@ -19,7 +19,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, get_args, get_origin
 
 from flows.cli_data import cmd_card, cmd_query, cmd_stats, hold_for_run, resume_settings
 from flows.cli_types import add_trust_option, number, path, text, whole
@@ -87,10 +87,8 @@ def _settings(args: argparse.Namespace):
         {}, tasks=args.tasks, seed=args.seed, data=args.data, backend=args.backend,
         ecosystems=_ecosystem_refs(args), workers=args.workers,
         depth_weights=_depth_weights(args), kinds=_kinds(args), off_scenario=args.off_scenario,
-        max_repairs=0 if args.no_repair else args.max_repairs,
-        instruction_style=args.instruction_style,
-        require_observation=args.require_observation, strict=args.strict,
-        shard_rows=args.shard_rows)
+        shard_rows=args.shard_rows,
+        **{**_candidate_flags(args), **({"max_repairs": 0} if args.no_repair else {})})
     ecos = [_ecosystem(ref) for ref in settings.ecosystems]
     names = [eco.name for eco in ecos]
     if len(set(names)) != len(names):
@@ -361,21 +359,38 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--off-scenario", type=number, metavar="0..1",
                    help="share of candidates planned outside the ecosystem's scenarios "
                         "(default 0.1); the rest serve one scenario each and say why")
-    p.add_argument("--max-repairs", type=whole, metavar="0..10",
-                   help="targeted repairs per candidate (default 2)")
+    _candidate_options(p)
     p.add_argument("--no-repair", action="store_true", help="turn repair off (= --max-repairs 0)")
-    p.add_argument("--instruction-style", choices=["goal", "spec", "step"],
-                   help="goal: the deliverables only (default); spec: every checked output "
-                        "with every literal; step: the spec items as ordered steps")
-    p.add_argument("--require-observation", action="store_true",
-                   help="keep only tasks the open-loop control scores 0 on: those a solver "
-                        "cannot solve from the instruction's values alone")
-    p.add_argument("--strict", action="store_true",
-                   help="a tool that fails rejects its candidate: no repair replaces it with "
-                        "another tool or drops its step")
     add_trust_option(p)
     p.add_argument("--shard-rows", type=whole,
                    help="rows per table that trigger a shard commit (default 500)")
+
+
+def _candidate_options(p: argparse.ArgumentParser) -> None:
+    """A flag per field of the candidate's settings, its help, bounds, choices and default
+    read from the model (:class:`tasks.stages.settings.CandidateSettings`)."""
+    from tasks.stages.settings import CandidateSettings
+
+    for name, spec in CandidateSettings.model_fields.items():
+        flag, about = f"--{name.replace('_', '-')}", spec.description or ""
+        if spec.annotation is bool:
+            p.add_argument(flag, action="store_true", help=about)
+        elif get_origin(spec.annotation) is Literal:
+            p.add_argument(flag, choices=get_args(spec.annotation),
+                           help=f"{about} (default {spec.default})")
+        else:
+            bounds = {type(m).__name__: m for m in spec.metadata}
+            low, high = getattr(bounds.get("Ge"), "ge", None), getattr(bounds.get("Le"), "le", None)
+            p.add_argument(flag, type=whole, help=f"{about} (default {spec.default})",
+                           metavar=f"{low}..{high}" if low is not None and high is not None
+                           else None)
+
+
+def _candidate_flags(args: argparse.Namespace) -> dict[str, object]:
+    """The candidate settings' flags as given (an unset flag: None or False)."""
+    from tasks.stages.settings import CandidateSettings
+
+    return {name: getattr(args, name) for name in CandidateSettings.model_fields}
 
 
 def _dataset_parsers(sub: argparse._SubParsersAction) -> None:

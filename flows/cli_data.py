@@ -15,10 +15,10 @@ from pathlib import Path
 
 from flows.usage import UsageError, option_error
 
-OUTPUT_OPTIONS = ["tasks", "seed", "backend", "ecosystem", "depth_weights", "max_depth", "kinds",
-                  "off_scenario", "max_repairs", "no_repair", "instruction_style",
-                  "require_observation", "strict"]
-"""Run options that --resume takes from the recorded run instead."""
+RUN_OUTPUT_OPTIONS = ["tasks", "seed", "backend", "ecosystem", "depth_weights", "max_depth",
+                      "kinds", "off_scenario", "no_repair"]
+"""Run options that --resume takes from the recorded run instead, besides every flag of the
+candidate's settings."""
 
 
 @contextlib.contextmanager
@@ -42,9 +42,11 @@ def resume_settings(args: argparse.Namespace):
     """(run id, settings) of the run that ``--resume`` continues."""
     from flows.settings import RunSettings
     from tasks.dataset import Dataset, DatasetError
+    from tasks.stages.settings import CandidateSettings
 
-    given = [f"--{o.replace('_', '-')}" for o in OUTPUT_OPTIONS if getattr(args, o)
-             not in (None, False)]
+    given = [f"--{o.replace('_', '-')}" for o in [*RUN_OUTPUT_OPTIONS,
+                                                  *CandidateSettings.model_fields]
+             if getattr(args, o) not in (None, False)]
     if given:
         raise UsageError(f"--resume continues a run with its recorded settings; drop "
                          f"{', '.join(given)}")

@@ -52,7 +52,6 @@ from flows.runners import Runner, chosen_runner, make_task_runner
 from flows.settings import RunSettings
 from flows.summary import RunSummary, summarize
 from schemas.graph import Candidate
-from schemas.records import InstructionStyle
 from tasks.dataset import Dataset, DatasetError
 from tasks.dataset.dedup import DedupIndex
 from tasks.dataset.provenance import RunIdentity, config_hash, llm_identity, new_run_id
@@ -61,6 +60,7 @@ from tasks.dataset.runs import RunTally
 from tasks.dataset.store.paths import real_folder
 from tasks.pipeline import Outcome
 from tasks.plan.planner import iter_candidates
+from tasks.stages.settings import CandidateSettings
 
 WINDOW_PER_WORKER = 4
 RESULTS = ".results"
@@ -68,9 +68,7 @@ RESULTS = ".results"
 
 
 def run_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendConfig,
-                  run_id: str, max_repairs: int, instruction_style: InstructionStyle,
-                  config_hash: str, require_observation: bool = False,
-                  strict: bool = False) -> State:
+                  run_id: str, settings: CandidateSettings, config_hash: str) -> State:
     """:func:`flows.candidate.build_candidate`, ending in a state named after its outcome
     (:func:`flows.ui.outcome_state`; the result is the :class:`Outcome`).  ``config_hash``
     (code, images, templates, ...) is unused here but part of the task's cache key.  Runs
@@ -78,9 +76,7 @@ def run_candidate(candidate: Candidate, ecosystem_ref: str, backend: BackendConf
     heap trimmed.  Infrastructure failures are waited out and run again
     (:mod:`flows.infrastructure`)."""
     def attempt() -> Outcome:
-        return build_candidate(candidate, ecosystem_ref, backend, run_id,
-                               max_repairs=max_repairs, instruction_style=instruction_style,
-                               require_observation=require_observation, strict=strict)
+        return build_candidate(candidate, ecosystem_ref, backend, run_id, settings)
 
     try:
         return ui.outcome_state(retried(attempt, backend, f"candidate {candidate.index}",
@@ -204,9 +200,7 @@ def _run_identity(settings: RunSettings, base: BackendConfig, run_id: str
         ecosystems={n: ecosystem(r).digest for n, r in refs.items()}, images=images,
         backend=base.type, seed=settings.seed, depth_weights=settings.depth_weights,
         kinds=settings.kinds, off_scenario=settings.off_scenario,
-        max_repairs=settings.max_repairs, instruction_style=settings.instruction_style, llm=llm,
-        dedup=index.policy, require_observation=settings.require_observation,
-        strict=settings.strict)
+        candidate=settings.candidate(), llm=llm, dedup=index.policy)
     identity = RunIdentity(run_id=run_id, flow_run_id=flow_run.get_id(), config_hash=chash,
                            llm_model=llm[0], llm_params=llm[1])
     return refs, images, identity, index
@@ -228,10 +222,7 @@ def _consume(run: RunWriter, todo: PlannedCandidates, planned: int, settings: Ru
             def submit(c: Candidate) -> PrefectFuture:
                 return task_runner.submit(one, {
                     "candidate": c, "ecosystem_ref": refs[c.ecosystem], "backend": base,
-                    "run_id": run.run_id, "max_repairs": settings.max_repairs,
-                    "instruction_style": settings.instruction_style,
-                    "require_observation": settings.require_observation,
-                    "strict": settings.strict,
+                    "run_id": run.run_id, "settings": settings.candidate(),
                     "config_hash": run.identity.config_hash})
 
             for c, result in Admission(todo, submit, settings.workers,

@@ -11,12 +11,13 @@ from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from environments.ecosystems import builtin_names, load_ecosystem
 from schemas.graph import TaskKind
 from tasks.plan.mix import DEFAULT_KINDS, OFF_SCENARIO_SHARE, weights_problem
 from tasks.plan.planner import DEFAULT_DEPTH_WEIGHTS, DEPTHS
+from tasks.stages.settings import CandidateSettings
 
 
 class Backend(StrEnum):
@@ -25,14 +26,6 @@ class Backend(StrEnum):
     auto = "auto"
     docker = "docker"
     local = "local"
-
-
-class InstructionStyle(StrEnum):
-    """How an instruction states what to do."""
-
-    goal = "goal"
-    spec = "spec"
-    step = "step"
 
 
 def _weighed(weights: dict) -> dict:
@@ -54,7 +47,10 @@ def up_to_depth(weights: dict[int, float], max_depth: int) -> dict[int, float]:
     return kept
 
 
-class RunSettings(BaseModel):
+class RunSettings(CandidateSettings):
+    """A run's settings: the candidate's (:class:`CandidateSettings`, what its stages read)
+    and the run's own (how many, which ecosystems, where, how planned)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     tasks: int = Field(20, ge=1, description="Candidates to plan and run, over all ecosystems; "
@@ -72,21 +68,6 @@ class RunSettings(BaseModel):
         "evenly between them."))
     workers: int = Field(4, ge=1, le=64, description=(
         "Candidates in flight at once, on a thread pool or a Dask cluster alike."))
-    max_repairs: int = Field(2, ge=0, le=10, description=(
-        "Targeted repairs per candidate; 0 turns repair off."))
-    instruction_style: InstructionStyle = Field(
-        InstructionStyle.goal, title="Instruction Style", description=(
-            "goal: the deliverables only (the outputs no later step consumes, the answer "
-            "and the inputs the solver cannot discover); spec: every checked output, "
-            "intermediates included, with every literal; step: the spec items as ordered "
-            "steps."))
-    require_observation: bool = Field(False, title="Require Observation", description=(
-        "Keep only tasks that need observation: the reference solution with every value the "
-        "instruction does not write replaced by a wrong one scores 0 (the open-loop control)."))
-    strict: bool = Field(False, description=(
-        "A step whose tool fails (its own error, a timeout, a resource limit, or something "
-        "missing that no repair provides) rejects its candidate, instead of a repair "
-        "replacing the tool with another or dropping the step."))
     depth_weights: dict[int, float] = Field(
         dict(DEFAULT_DEPTH_WEIGHTS),
         description="Relative weight of each workflow depth (1..8) when planning.")

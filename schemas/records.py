@@ -36,16 +36,18 @@ ActionSpace = Literal["function", "terminal"]
 InstructionStyle = Literal["goal", "spec", "step"]
 """``goal``: the deliverables only (the default); ``spec``: every checked output, with every
 literal; ``step``: the spec items as ordered steps (see ``tasks/instruct/instruction.py``)."""
-StageName = Literal["sandbox", "realize", "execute", "cases", "verify", "describe", "draft",
-                    "validate", "instruct", "trajectories", "accepted", "dedup"]
-"""Where a candidate stopped (``attempts.stage``, ``StageFailure.stage``).  The pipeline's
-stages, in order (``tasks/pipeline.py``): ``sandbox`` (open and realize the environment),
-``execute``, ``cases`` (a reconstruct task's cases),
-``verify`` (checks, verifier, solution), ``describe`` (literals named by
-description), ``draft`` (the template instruction),
-``validate`` (the gate), ``instruct`` (preservation, paraphrase), ``trajectories``; plus
-``realize``, a realization's own failure in whichever stage realized, ``accepted`` (every
-stage passed) and ``dedup`` (a duplicate of a task the dataset holds)."""
+StageName = Literal["sandbox", "execute", "cases", "verify", "describe", "draft",
+                    "validate", "instruct", "trajectories", "realize", "accepted", "dedup"]
+"""Where a candidate stopped (``attempts.stage``, ``StageFailure.stage``): the pipeline's
+stages, in the order ``tasks.pipeline.PIPELINE`` runs them (a unit test checks it) —
+``sandbox`` (open and realize the environment), ``execute``, ``cases`` (a reconstruct
+task's cases), ``verify`` (checks, verifier, solution), ``describe`` (literals named by
+description), ``draft`` (the template instruction), ``validate`` (the gate),
+``instruct`` (preservation, paraphrase), ``trajectories`` — then :data:`NOT_A_STAGE`."""
+NOT_A_STAGE = ("realize", "accepted", "dedup")
+"""The stage names that are not stages: ``realize``, a realization's own failure in
+whichever stage realized; ``accepted`` (every stage passed); ``dedup`` (a duplicate of a
+task the dataset holds)."""
 AttemptStatus = Literal["accepted", "rejected", "errored"]
 StopReason = Literal["solved", "gave_up", "turn_limit", "timeout", "malformed_call",
                      "endpoint_error", "imported"]
@@ -86,7 +88,7 @@ class Provenance(BaseModel):
     created_at: datetime
 
 
-class _Row(BaseModel):
+class TableRow(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     schema_version: int = SCHEMA_VERSION
@@ -95,7 +97,7 @@ class _Row(BaseModel):
     without it."""
 
 
-class TaskRow(_Row):
+class TaskRow(TableRow):
     """An accepted task: everything needed to run, verify and export it."""
 
     task_id: str
@@ -189,7 +191,7 @@ class Message(BaseModel):
     weight: int = 0
 
 
-class TrajectoryRow(_Row):
+class TrajectoryRow(TableRow):
     trajectory_id: str
     task_id: str
     run_id: str
@@ -224,7 +226,7 @@ class RolloutTurn(BaseModel):
     """Seconds waiting for the endpoint, retries included."""
 
 
-class RolloutRow(_Row):
+class RolloutRow(TableRow):
     """One attempt of an agent on a task, in a fresh sandbox from the task's initial state.
 
     The conversation columns (``trajectory_id`` .. ``tools``) have the shape of
@@ -273,7 +275,7 @@ class RolloutRow(_Row):
     schema 11 and on imported attempts)."""
 
 
-class AttemptRow(_Row):
+class AttemptRow(TableRow):
     """Every candidate, accepted or rejected, with the stage it reached and why.
 
     ``errored``: the infrastructure failed under the candidate (reason ``engine`` or
@@ -317,7 +319,7 @@ class AttemptRow(_Row):
     created_at: datetime
 
 
-class StepRow(_Row):
+class StepRow(TableRow):
     """One executed step of an accepted task's reference trace."""
 
     task_id: str
@@ -337,7 +339,7 @@ class StepRow(_Row):
     output_type: str
 
 
-class RunRow(_Row):
+class RunRow(TableRow):
     """One row per finished run, written last (a killed run has none until resumed)."""
 
     run_id: str
@@ -360,7 +362,7 @@ class RunRow(_Row):
     """Rejected by dedup (counted in ``rejected`` too)."""
 
 
-TABLES: dict[str, type[_Row]] = {
+TABLES: dict[str, type[TableRow]] = {
     "tasks": TaskRow,
     "trajectories": TrajectoryRow,
     "steps": StepRow,

@@ -1,21 +1,18 @@
 """The docker backend's settings, and whether a Docker engine answers.
 
-Importing this module never imports the docker SDK: :meth:`DockerConfig.provider` and
-:func:`docker_available` import it when called.
+Importing this module never imports the docker SDK, nor the backend: the registry opens
+:attr:`DockerConfig.provider_class` by name, and :func:`docker_available` imports the SDK
+when called.
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, ClassVar, Literal, Self
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
 from environments.config import BackendConfig
-
-if TYPE_CHECKING:
-    from environments.ecosystems import Ecosystem
-    from environments.sandbox import SandboxProvider
 
 DEFAULT_IMAGE = "taskfactory/base:bookworm"
 
@@ -25,6 +22,8 @@ class DockerConfig(BackendConfig):
 
     type: Literal["docker"] = "docker"
     runs: ClassVar[Literal["docker", "local"]] = "docker"
+    provider_class: ClassVar[str] = "environments.docker.backend:DockerProvider"
+    image_builder: ClassVar[str | None] = "environments.docker.images:ecosystem_image"
     image: str = DEFAULT_IMAGE
     network_mode: str = "none"
     cap_drop: list[str] = Field(default_factory=lambda: ["ALL"])
@@ -67,19 +66,8 @@ class DockerConfig(BackendConfig):
     # (a few ms per command); "docker-exec": one `docker exec` per command (~50 ms).
     exec_via: Literal["runner", "docker-exec"] = "runner"
 
-    def provider(self, run_id: str) -> SandboxProvider:
-        from environments.docker.backend import DockerProvider
-
-        return DockerProvider(self, run_id)
-
     def available(self, timeout: float = 3.0) -> bool:
         return docker_available(timeout)
-
-    def _with_image(self, eco: Ecosystem, packages: tuple[str, ...]) -> Self:
-        """The config whose ``image`` is ``eco``'s image with ``packages`` (built once)."""
-        from environments.docker.images import ecosystem_image
-
-        return ecosystem_image(eco, self, packages)
 
 
 def docker_available(timeout: float = 3.0) -> bool:

@@ -71,19 +71,18 @@ def llm_identity(env: Mapping[str, str] | None = None) -> tuple[str | None, str 
 
 
 def config_hash(*, ecosystems: Mapping[str, str], images: Mapping[str, str | None],
-                backend: str, seed: int, depth_weights: Mapping[int, float], max_repairs: int,
-                instruction_style: str, llm: tuple[str | None, str | None], dedup: str,
-                require_observation: bool = False, strict: bool = False,
+                backend: str, seed: int, depth_weights: Mapping[int, float],
+                candidate: BaseModel, llm: tuple[str | None, str | None], dedup: str,
                 kinds: Mapping[TaskKind, float] | None = None,
                 off_scenario: float | None = None) -> str:
-    """The hash described in the module docstring; ``ecosystems`` maps name -> digest."""
+    """The hash described in the module docstring; ``ecosystems`` maps name -> digest,
+    ``candidate`` is the settings every candidate receives (each field hashed by name)."""
     return _digest({
         "schema_version": SCHEMA_VERSION, "generator": generator_version(),
         "ecosystems": dict(sorted(ecosystems.items())), "images": dict(sorted(images.items())),
         "backend": backend, "seed": seed,
         "depth_weights": {str(d): float(w) for d, w in sorted(depth_weights.items())},
-        "max_repairs": max_repairs, "instruction_style": instruction_style,
-        "require_observation": require_observation, "strict": strict,
+        **candidate.model_dump(mode="json"),
         "kinds": {k: float(w) for k, w in sorted((kinds or {}).items())},
         "off_scenario": off_scenario,
         "templates": template_hash(), "llm": list(llm),

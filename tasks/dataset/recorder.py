@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from schemas.records import AttemptRow, StepRow, TaskRow, TrajectoryRow, _Row
+from schemas.records import AttemptRow, StepRow, TableRow, TaskRow, TrajectoryRow
 from schemas.trace import Trace
 from tasks.dataset.dedup import DedupIndex
 from tasks.dataset.provenance import RunIdentity
@@ -60,7 +60,7 @@ class Recorder:
         self.images = images
         self.index = index
 
-    def record(self, outcome: Outcome) -> list[tuple[str, _Row]]:
+    def record(self, outcome: Outcome) -> list[tuple[str, TableRow]]:
         """The (table, row) group to write for ``outcome``, deduplicated and stamped."""
         attempt, task = outcome.attempt, outcome.task
         if task is not None:
@@ -75,7 +75,7 @@ class Recorder:
         prov = self.identity.provenance(seed=attempt.seed,
                                         image_id=self.images.get(attempt.ecosystem),
                                         created_at=attempt.created_at)
-        rows: list[tuple[str, _Row]] = [("attempts", attempt)]
+        rows: list[tuple[str, TableRow]] = [("attempts", attempt)]
         if task is not None:
             rows.append(("tasks", task))
             rows += [("steps", s) for s in step_rows(task)]

@@ -183,32 +183,25 @@ def run_reconstruct_gate(sandbox: Sandbox, eco: Ecosystem, trace: Trace, checks:
     return gate_result(run_controls(host, task))
 
 
+REWARDED = ("empty", "partial", "literals", "memorizer", "hardcoded", "vandal", "alternative",
+            "hostile", "near_miss")
+"""Controls whose reward the gate records (None without them)."""
+COUNTED = ("empty", "partial", "literals", "vandal")
+"""Controls whose passed checks the gate records as well."""
+
+
 def gate_result(scores: dict[str, Score]) -> GateResult:
-    """The gate's record of the controls' scores (``empty``, ``literals``, ``partial``,
-    ``memorizer``, ``hardcoded``, ``vandal``, ``near_miss``, ``alternative`` and
-    ``hostile`` are None without them; without ``open_loop`` the open-loop solution was the
-    reference)."""
+    """The gate's record of the controls' scores (those of :data:`REWARDED` are None
+    without them; without ``open_loop`` the open-loop solution was the reference)."""
     nop, ref = scores["nop"], scores["reference"]
-    empty, lits, memorizer = scores.get("empty"), scores.get("literals"), scores.get("memorizer")
-    partial, open_loop = scores.get("partial"), scores.get("open_loop", ref)
-    vandal, alternative = scores.get("vandal"), scores.get("alternative")
-    hostile, near_miss = scores.get("hostile"), scores.get("near_miss")
-    hardcoded = scores.get("hardcoded")
+    lits = scores.get("literals")
+    got = {name: scores.get(name) for name in REWARDED}
     return GateResult.model_validate({
         "checks_total": ref.checks_total,
         "baseline_reward": nop.reward, "baseline_checks_passed": nop.checks_passed,
         "reference_reward": ref.reward, "reference_checks_passed": ref.checks_passed,
-        "empty_reward": empty.reward if empty else None,
-        "empty_checks_passed": empty.checks_passed if empty else None,
-        "partial_reward": partial.reward if partial else None,
-        "partial_checks_passed": partial.checks_passed if partial else None,
-        "literals_reward": lits.reward if lits else None,
-        "literals_checks_passed": lits.checks_passed if lits else None,
-        "literal_trials": lits.trials if lits else None, "open_loop_reward": open_loop.reward,
-        "memorizer_reward": memorizer.reward if memorizer else None,
-        "hardcoded_reward": hardcoded.reward if hardcoded else None,
-        "vandal_reward": vandal.reward if vandal else None,
-        "vandal_checks_passed": vandal.checks_passed if vandal else None,
-        "alternative_reward": alternative.reward if alternative else None,
-        "hostile_reward": hostile.reward if hostile else None,
-        "near_miss_reward": near_miss.reward if near_miss else None})
+        "open_loop_reward": scores.get("open_loop", ref).reward,
+        "literal_trials": lits.trials if lits else None,
+        **{f"{name}_reward": s.reward if s else None for name, s in got.items()},
+        **{f"{name}_checks_passed": s.checks_passed if s else None
+           for name, s in got.items() if name in COUNTED}})

@@ -38,7 +38,7 @@ from tasks.trajectories.render import (
     BASH,
     SYSTEM_PROMPTS,
     View,
-    _call,
+    call_message,
     observation_text,
     trajectory_rows,
 )
@@ -150,7 +150,7 @@ def _view(space: ActionSpace, instruction: str, actions: list[Action], final: st
         assert a.observation is not None
         name, args = ((SHELL_TOOL, {"command": a.command}) if space == "terminal"
                       else (a.tool, a.args))
-        messages.append(_call(turn, name, args, a.reasoning))
+        messages.append(call_message(turn, name, args, a.reasoning))
         messages.append(Message(role="tool", tool_call_id=f"call_{turn}", name=name,
                                 content=observation_text(a.observation)))
         values.append(checked_values(a.tool, a.args))

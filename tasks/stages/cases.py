@@ -19,13 +19,13 @@ class Cases:
     name: StageName = "cases"
     phase: Phase = "execute_s"
     needs: tuple[str, ...] = ("env", "eco", "candidate", "graph", "trace", "after")
-    gives: tuple[str, ...] = ("cases", "instruction_style")
+    gives: tuple[str, ...] = ("cases", "settings")
 
     def run(self, ctx: CandidateContext) -> None:
         ctx.cases = None
         if ctx.graph.kind != "reconstruct":
             return
-        ctx.instruction_style = "spec"
+        ctx.settings = ctx.settings.model_copy(update={"instruction_style": "spec"})
         program = reference_program(ctx.eco, ctx.graph, ctx.trace)
         ctx.cases = run_cases(ctx.env.sandbox, ctx.eco, ctx.graph, ctx.trace, program,
                               ctx.candidate.seed, ctx.after)

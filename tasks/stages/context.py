@@ -25,7 +25,7 @@ from typing import Literal, Protocol, get_args
 from environments.ecosystems import Ecosystem
 from environments.sandbox import Sandbox
 from schemas.graph import Candidate, WorkflowGraph
-from schemas.records import InstructionStyle, StageName, TaskRow, TrajectoryRow
+from schemas.records import StageName, TaskRow, TrajectoryRow
 from schemas.trace import Trace
 from schemas.verifier import Check, GateResult
 from tasks.core.llm import LLMClient
@@ -34,6 +34,7 @@ from tasks.instruct.describe import Description
 from tasks.instruct.instruction import Instruction
 from tasks.instruct.preserve import Required
 from tasks.reconstruct.cases import Case
+from tasks.stages.settings import CandidateSettings
 
 Phase = Literal["sandbox_s", "execute_s", "gate_s", "render_s"]
 """The attempt's timing columns a stage's time counts into."""
@@ -57,12 +58,9 @@ class CandidateContext:
     image: str
     """The base image the backend starts from (``local`` on the local backend)."""
     generator_version: str
-    max_repairs: int = 2
-    strict: bool = False
-    """A tool that fails is never replaced or dropped by a repair (the candidate is rejected)."""
-    instruction_style: InstructionStyle = "goal"
-    require_observation: bool = False
-    """Reject a task the open-loop control does not score below 1 (the gate's)."""
+    settings: CandidateSettings = field(default_factory=CandidateSettings)
+    """The run's settings that the stages read (frozen: a stage that changes one gives a
+    copy)."""
     llm: LLMClient | None = None
     """The LLM client (repair, paraphrase, reasoning), or None when none is configured."""
 

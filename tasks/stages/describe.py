@@ -16,12 +16,12 @@ class Describe:
     name: StageName = "describe"
     phase: Phase = "execute_s"
     needs: tuple[str, ...] = ("eco", "candidate", "graph", "trace", "env", "before",
-                              "instruction_style")
+                              "settings")
     gives: tuple[str, ...] = ("descriptions", "trace")
 
     def run(self, ctx: CandidateContext) -> None:
         ctx.descriptions = {}
-        if ctx.instruction_style != "goal":
+        if ctx.settings.instruction_style != "goal":
             return
         ctx.descriptions = describe(ctx.env.sandbox, ctx.env.initial, ctx.eco, ctx.graph,
                                     ctx.trace, ctx.before, ctx.candidate.seed)

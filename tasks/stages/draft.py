@@ -17,7 +17,7 @@ class Draft:
     name: StageName = "draft"
     phase: Phase = "render_s"
     needs: tuple[str, ...] = ("eco", "candidate", "graph", "trace", "checks",
-                              "instruction_style", "descriptions", "cases")
+                              "settings", "descriptions", "cases")
     gives: tuple[str, ...] = ("draft",)
 
     def run(self, ctx: CandidateContext) -> None:
@@ -26,5 +26,5 @@ class Draft:
                                           ctx.checks, ctx.cases)
             return
         ctx.draft = render_instruction(
-            ctx.eco, ctx.graph, ctx.trace, ctx.candidate.seed, ctx.instruction_style,
+            ctx.eco, ctx.graph, ctx.trace, ctx.candidate.seed, ctx.settings.instruction_style,
             ctx.checks, {x: d.text for x, d in ctx.descriptions.items()})

@@ -16,7 +16,7 @@ class Execute:
 
     name: StageName = "execute"
     phase: Phase = "execute_s"
-    needs: tuple[str, ...] = ("env", "eco", "candidate", "max_repairs", "strict", "llm")
+    needs: tuple[str, ...] = ("env", "eco", "candidate", "settings", "llm")
     gives: tuple[str, ...] = ("trace", "graph", "before", "after")
 
     def run(self, ctx: CandidateContext) -> None:
@@ -24,7 +24,8 @@ class Execute:
         repairer: Repairer | None = None
         if client is not None:
             repairer = lambda request: propose_repair(client, request)  # noqa: E731
-        ctx.trace, ctx.graph = execute_graph(ctx.env, ctx.eco, ctx.candidate, ctx.max_repairs,
-                                             repairer, ctx.strict)
+        ctx.trace, ctx.graph = execute_graph(ctx.env, ctx.eco, ctx.candidate,
+                                             ctx.settings.max_repairs, repairer,
+                                             ctx.settings.strict)
         ctx.before = ctx.env.before
         ctx.after = probe(ctx.env.sandbox, ctx.eco)

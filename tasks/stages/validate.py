@@ -23,7 +23,7 @@ class Validate:
     needs: tuple[str, ...] = ("env", "eco", "candidate", "graph", "open_sandbox", "trace",
                               "checks",
                               "draft", "solution_sh", "verifier_py", "before", "after",
-                              "require_observation", "cases")
+                              "settings", "cases")
     gives: tuple[str, ...] = ("gate",)
 
     def run(self, ctx: CandidateContext) -> None:
@@ -44,7 +44,7 @@ class Validate:
         ctx.gate = run_gate(env, ctx.eco, ctx.trace, ctx.checks, ctx.draft.text,
                             ctx.solution_sh, ctx.verifier_py, ctx.after, realized=realized)
         ctx.close_sandboxes()
-        if ctx.require_observation and not ctx.gate.needs_observation:
+        if ctx.settings.require_observation and not ctx.gate.needs_observation:
             raise StageFailure("validate", "no_observation_needed",
                                f"the open-loop solution scores {ctx.gate.open_loop_reward}: "
                                "the instruction's values alone solve the task")

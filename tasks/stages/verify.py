@@ -21,7 +21,7 @@ class Verify:
     name: StageName = "verify"
     phase: Phase = "render_s"
     needs: tuple[str, ...] = ("eco", "candidate", "graph", "trace", "before", "after",
-                              "instruction_style", "cases")
+                              "settings", "cases")
     gives: tuple[str, ...] = ("checks", "verifier_py", "solution_sh")
 
     def run(self, ctx: CandidateContext) -> None:
@@ -29,7 +29,7 @@ class Verify:
             self.reconstruct(ctx, ctx.cases)
             return
         ctx.checks = derive_checks(ctx.eco, ctx.trace, ctx.before, ctx.after)
-        if ctx.instruction_style == "goal":
+        if ctx.settings.instruction_style == "goal":
             ctx.checks = goal_checks(ctx.eco.spec, ctx.graph, ctx.trace, ctx.checks)
         ctx.verifier_py = render_verifier(ctx.checks, ctx.eco.probe_source,
                                           task_ref=ctx.candidate.candidate_id)

@@ -125,7 +125,7 @@ def typed_arguments(tool: ToolSpec | Discovery | Describer,
     return out
 
 
-def _call(turn: int, name: str, args: dict, reasoning: str) -> Message:
+def call_message(turn: int, name: str, args: dict, reasoning: str) -> Message:
     return Message(role="assistant", content="", reasoning_content=reasoning,
                    tool_calls=[ToolCall(id=f"call_{turn}", function=FunctionCall(
                        name=name, arguments=json.dumps(args, sort_keys=True)))])
@@ -190,7 +190,7 @@ def conversation(eco: Ecosystem, graph: WorkflowGraph, instruction: Instruction,
         text = texts[turn - 1]
         if reasoner is not None:
             text = reasoner(messages, tools, {"name": name, "arguments": args}, text)
-        messages.append(_call(turn, name, args, text))
+        messages.append(call_message(turn, name, args, text))
         messages.append(Message(role="tool", tool_call_id=f"call_{turn}", name=name,
                                 content=observed))
     text = texts[-1] if reasoner is None else reasoner(messages, tools, None, texts[-1])

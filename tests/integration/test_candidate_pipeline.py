@@ -188,12 +188,13 @@ def _gated(candidate, backend, style):
     from flows.candidate import sandbox_opener
     from tasks.dataset.provenance import generator_version
     from tasks.stages.context import CandidateContext
+    from tasks.stages.settings import CandidateSettings
 
     ctx = CandidateContext(
         candidate=candidate, graph=candidate.graph, eco=ECO, run_id=RUN_ID,
         open_sandbox=sandbox_opener(ECO, backend, RUN_ID, candidate), backend=backend.type,
         image=getattr(backend, "image", "local"), generator_version=generator_version(),
-        instruction_style=style)
+        settings=CandidateSettings(instruction_style=style))
     upto = PIPELINE.names.index("instruct")
     with ctx.sandboxes:
         try:

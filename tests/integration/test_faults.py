@@ -21,6 +21,9 @@ from schemas.graph import Binding, Candidate, Step, WorkflowGraph
 from schemas.trace import Observation, StepTrace, Trace
 from tasks.core.commands import render_command, solution_failure, solution_script
 from tasks.gate.gate import run_solution
+from tasks.stages.settings import CandidateSettings
+
+NO_REPAIR = CandidateSettings(max_repairs=0)
 
 FAULTS = "tests/fixtures/ecosystems/faults"
 RUN_ID = f"itest-faults-{os.getpid()}"
@@ -68,7 +71,7 @@ CLASSIFIED = [
 
 @pytest.mark.parametrize("tool,reason", CLASSIFIED)
 def test_faults_are_classified_with_repair_off(backend, tool, reason):
-    outcome = build_candidate(planted(tool), FAULTS, backend, RUN_ID, max_repairs=0)
+    outcome = build_candidate(planted(tool), FAULTS, backend, RUN_ID, NO_REPAIR)
     assert outcome.task is None
     assert outcome.attempt.reason == reason, outcome.attempt.detail
     assert outcome.attempt.detail.startswith(f"s2 {tool}"), outcome.attempt.detail
@@ -102,7 +105,7 @@ def test_a_failing_pipeline_fails_execution_with_the_message_of_the_gate(backend
     """Execution runs tools under solve.sh's shell options: the pipeline that only
     pipefail sees fails there, summarized as the gate names the failing solve.sh line."""
     outcome = build_candidate(planted("failing_pipeline"), FAULTS, backend, RUN_ID,
-                              max_repairs=0)
+                              NO_REPAIR)
     summary = "exit 3: awk: no header line"
     assert outcome.attempt.detail == f"s2 failing_pipeline: {summary}"
 
@@ -145,7 +148,8 @@ def test_a_sampler_raising_key_error_rejects_its_candidate_naming_it(tmp_path):
 def test_strict_rejects_a_failing_tool_instead_of_replacing_or_dropping_it(tool, repaired):
     """``--strict``: a tool that fails is neither substituted nor truncated away; repairs
     under which the tool itself then runs (a provided file, a new draw) still apply."""
-    outcome = build_candidate(planted(tool), FAULTS, LocalConfig(), RUN_ID, strict=True)
+    outcome = build_candidate(planted(tool), FAULTS, LocalConfig(), RUN_ID,
+                              CandidateSettings(strict=True))
     if repaired:
         assert outcome.task is not None, outcome.attempt.detail
         assert outcome.task.tools == ["write_notes", tool]
@@ -180,7 +184,7 @@ def test_nondeterminism_is_found_by_the_second_execution(backend):
 def test_missing_binary_is_installed_in_a_rebuilt_image():
     """jq is not in the base image (the host may have it: this needs the docker backend)."""
     without = build_candidate(planted("quote_lines"), FAULTS, DockerConfig(), RUN_ID,
-                              max_repairs=0)
+                              NO_REPAIR)
     assert without.attempt.reason == "environment"
     assert "jq: command not found" in without.attempt.detail
     outcome = build_candidate(planted("quote_lines"), FAULTS, DockerConfig(), RUN_ID)
@@ -208,7 +212,7 @@ def _host_processes(pattern: str) -> list[str]:
 
 
 def test_timeout_leaves_no_process_behind(backend):
-    outcome = build_candidate(planted("hang"), FAULTS, backend, RUN_ID, max_repairs=0)
+    outcome = build_candidate(planted("hang"), FAULTS, backend, RUN_ID, NO_REPAIR)
     assert outcome.attempt.reason == "timeout"
     if backend.type == "local":
         assert _host_processes("sleep 300") == []
@@ -218,7 +222,7 @@ def test_timeout_leaves_no_process_behind(backend):
 @pytest.mark.parametrize("config", DOCKER_CONFIGS.values(), ids=DOCKER_CONFIGS.keys())
 @pytest.mark.parametrize("tool", ["fork_bomb", "memory_hog"])
 def test_resource_faults_are_contained_on_docker(tool, config):
-    outcome = build_candidate(planted(tool), FAULTS, config, RUN_ID, max_repairs=0)
+    outcome = build_candidate(planted(tool), FAULTS, config, RUN_ID, NO_REPAIR)
     assert outcome.task is None and outcome.attempt.reason == "resource", outcome.attempt.detail
     assert outcome.attempt.detail.startswith(f"s2 {tool}")
     repaired = build_candidate(planted(tool), FAULTS, config, RUN_ID)

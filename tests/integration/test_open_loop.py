@@ -23,6 +23,7 @@ from tasks.execute.realize import LiveEnvironment, probe
 from tasks.gate.gate import run_gate, run_solution
 from tasks.gate.open_loop import open_loop_script
 from tasks.plan.planner import plan_candidates
+from tasks.stages.settings import CandidateSettings
 from tests.support.dataset import write_outcomes
 
 pytestmark = pytest.mark.docker
@@ -49,8 +50,8 @@ def accepted():
     candidates, _ = plan_candidates(ecosystem("service"), 12, 7, {1: 1.0})
     try:
         for candidate in candidates:
-            outcome = build_candidate(candidate, "service", DockerConfig(), RUN,
-                                      instruction_style="spec")  # names every ticket
+            spec = CandidateSettings(instruction_style="spec")  # names every ticket
+            outcome = build_candidate(candidate, "service", DockerConfig(), RUN, spec)
             row = outcome.task
             if row is not None and (ticket := _ticket_write(Trace.model_validate_json(
                     row.trace_json))):
@@ -111,8 +112,8 @@ def test_the_wrong_id_is_another_ticket_of_the_seeded_state(accepted):
 
 def test_a_run_requiring_observation_rejects_a_task_solvable_open_loop(accepted):
     candidate, row, *_ = accepted
-    outcome = build_candidate(candidate, "service", DockerConfig(), RUN, instruction_style="spec",
-                              require_observation=True)
+    outcome = build_candidate(candidate, "service", DockerConfig(), RUN, CandidateSettings(
+        instruction_style="spec", require_observation=True))
     a = outcome.attempt
     assert outcome.task is None and outcome.trajectories == []
     assert (a.status, a.stage, a.reason) == ("rejected", "validate", "no_observation_needed")

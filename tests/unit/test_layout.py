@@ -1,5 +1,6 @@
 """The house rules, read from the source: no import circles, layers that import only
-downwards, and no function too long to read at once.
+downwards (the four folders, and the packages inside ``tasks/``), no package reaching into
+another's private modules, and no function too long to read at once.
 
 Imports are read with :mod:`ast`, so an import inside a function counts as much as one at
 the top of the module; only those under ``if TYPE_CHECKING:`` (never run) are left out.
@@ -14,6 +15,11 @@ ROOT = Path(__file__).parents[2]
 PACKAGES = ("flows", "tasks", "environments", "schemas")
 SOURCE = (*PACKAGES, "scripts", "benchmarks", "deploy")
 MAX_FUNCTION_LINES = 60
+TASK_LAYERS = (("core",), ("plan", "rules", "verify"), ("execute", "instruct"),
+               ("trajectories",), ("reconstruct",), ("gate",), ("stages",), ("pipeline",),
+               ("dataset",), ("exports",), ("rollouts",))
+"""The packages of ``tasks/`` from the bottom up: each imports only those of earlier
+layers (a stage never imports a later stage); packages of one layer import neither."""
 
 
 def _module_name(path: Path) -> str:
@@ -125,3 +131,89 @@ def test_no_function_over_sixty_lines_outside_tests():
                         long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} "
                                     f"({lines} lines)")
     assert long == []
+
+
+def _task_layer(module: str) -> int | None:
+    """The layer of a module of ``tasks/`` (its package under ``tasks``), else None."""
+    parts = module.split(".")
+    if parts[0] != "tasks" or len(parts) < 2:
+        return None
+    return next(i for i, names in enumerate(TASK_LAYERS) if parts[1] in names)
+
+
+def _wrong_direction(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """Imports inside ``tasks/`` that go up a layer or across to a package of the same
+    layer, and imports of ``flows`` from ``tasks/``."""
+    wrong = set()
+    for module, deps in graph.items():
+        here = _task_layer(module)
+        if here is None:
+            continue
+        for dep in deps:
+            there = _task_layer(dep)
+            if dep.startswith("flows") or there is not None and (
+                    there > here or there == here and dep.split(".")[1] != module.split(".")[1]):
+                wrong.add((module, dep))
+    return wrong
+
+
+def _public(package: str) -> set[str] | None:
+    """The names a package's ``__init__`` lists in ``__all__`` (None: it lists none)."""
+    init = ROOT.joinpath(*package.split("."), "__init__.py")
+    for node in ast.parse(init.read_text()).body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    return None
+
+
+def _private_reaches(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """Imports of a module from outside its package that the package's ``__all__`` does
+    not list (where it has one), or that name a private (``_``) module."""
+    packages = {m for m, p in _modules().items() if p.name == "__init__.py"}
+    found = set()
+    for module, deps in graph.items():
+        for dep in deps:
+            package, _, leaf = dep.rpartition(".")
+            if package.count(".") < 1 or package not in packages:
+                continue
+            public = _public(package)
+            if not (module == package or module.startswith(package + ".")) and (
+                    leaf.startswith("_") or public is not None and leaf not in public):
+                found.add((module, dep))
+    return found
+
+
+def test_tasks_packages_import_only_earlier_layers():
+    packages = {p.stem for p in (ROOT / "tasks").iterdir()
+                if (p / "__init__.py").exists() or p.suffix == ".py" and p.stem != "__init__"}
+    assert packages == {name for layer in TASK_LAYERS for name in layer}
+    assert _wrong_direction(_graph()) == set()
+
+
+def test_the_layer_check_finds_a_planted_wrong_direction_import():
+    graph = {m: set(d) for m, d in _graph().items()}
+    graph["tasks.verify.verifier"].add("tasks.gate.controls")   # a stage importing a later one
+    graph["tasks.plan.mix"].add("tasks.rules.grounding")        # across one layer
+    graph["tasks.core.llm"].add("flows.settings")
+    assert _wrong_direction(graph) == {("tasks.verify.verifier", "tasks.gate.controls"),
+                                       ("tasks.plan.mix", "tasks.rules.grounding"),
+                                       ("tasks.core.llm", "flows.settings")}
+
+
+def test_no_package_imports_another_packages_private_module():
+    graph = _graph()
+    assert _private_reaches(graph) == set()
+    graph["tasks.stages.validate"].add("tasks.gate.vandal")
+    assert _private_reaches(graph) == {("tasks.stages.validate", "tasks.gate.vandal")}
+
+
+def test_no_source_imports_a_private_name_of_another_package():
+    reaches = []
+    for module, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and not node.level and node.module and (
+                    node.module.split(".")[:2] != module.split(".")[:2]):
+                reaches += [f"{module}: {node.module}.{a.name}" for a in node.names
+                            if a.name.startswith("_") and a.name != "__version__"]
+    assert reaches == []

@@ -55,10 +55,7 @@ def test_requiring_observation_and_strict_are_part_of_the_config_hash():
     def chash(settings: RunSettings) -> str:
         return config_hash(ecosystems={"files": "d"}, images={"files": None}, backend="docker",
                            seed=settings.seed, depth_weights=settings.depth_weights,
-                           max_repairs=settings.max_repairs,
-                           instruction_style=settings.instruction_style, llm=(None, None),
-                           dedup="p", require_observation=settings.require_observation,
-                           strict=settings.strict)
+                           candidate=settings.candidate(), llm=(None, None), dedup="p")
 
     default, required = RunSettings(), RunSettings(require_observation=True)
     strict = RunSettings(strict=True)

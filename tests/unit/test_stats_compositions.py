@@ -95,7 +95,8 @@ def test_a_fix_task_with_work_unrelated_to_its_repair_is_flagged():
 
 
 def test_the_readability_section_reads_real_shards():
-    from tasks.dataset.report.readability import COLUMNS as READ, readability_rows
+    from tasks.dataset.report.readability import COLUMNS as READ
+    from tasks.dataset.report.readability import readability_rows
 
     rows = readability_rows(connect(V1))
     assert [r[:3] for r in rows] == [["files", "build", 6], ["all", "", 6]]

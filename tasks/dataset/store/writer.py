@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from schemas.arrow import arrow_schema
-from schemas.records import SCHEMA_VERSION, TABLES, AttemptRow, _Row
+from schemas.records import SCHEMA_VERSION, TABLES, AttemptRow, TableRow
 from tasks.dataset.store.commits import META_KEY, CommitRecord, next_seq, shard_name
 from tasks.dataset.store.manifest import CommitEntry, Manifest, ShardEntry, save_manifest
 from tasks.dataset.store.paths import atomic_write, check_name, real_folder
@@ -59,7 +59,7 @@ class ShardWriter:
         """Rows committed per table by this writer."""
         self.commits = 0
 
-    def add_group(self, rows: Iterable[tuple[str, _Row]]) -> None:
+    def add_group(self, rows: Iterable[tuple[str, TableRow]]) -> None:
         """Buffer rows that must be committed together; may commit."""
         staged, rows = [], list(rows)
         for table, row in rows:
