@@ -41,9 +41,10 @@ def responder(drop_literal: bool, quote_unseen: bool, run_on: bool = False):
             if drop_literal:  # lose the code span of one required literal
                 literal = _literals_in(body)[0]
                 text = text.replace(f"`{literal}`", literal)
-            if run_on:  # every literal kept, in one sentence of 40 words and more
+            if run_on:  # every literal kept, in one sentence of more than 40 words
                 text = "x\n" + " and then ".join(
-                    line.strip(" -.") for line in text.splitlines() if line.strip())
+                    line.strip(" -.") for line in text.splitlines() if line.strip()) \
+                    + " and then" + " make sure that all of it holds as asked" * 5
             return {"instruction": "Here is the job, in other words.\n\n"
                                    + text.split("\n", 1)[1]}
         if system == reasoning.SYSTEM_PROMPT:
