@@ -220,13 +220,22 @@ comma before a conjunction that opens one, a dash, a comma before a participle t
 qualifies what came before ("..., ordered by ...")."""
 
 
+_PARTICIPLES = {"holding": "It holds", "keeping": "It keeps", "ordered": "It is ordered",
+                "sorted": "It is sorted"}
+"""A participle that opens the rest of a broken sentence, as the verb of a clause."""
+
+
 def _break(sentence: str) -> str:
     """``sentence`` (code spans masked) broken once at its best boundary past its first
-    four words and before its last four, the rest starting a sentence of its own."""
+    four words and before its last four, the rest starting a sentence of its own (a
+    leading participle made its verb: ", holding ..." -> ". It holds ...")."""
     for boundary in _BREAKS:
         for m in boundary.finditer(sentence):
             head, tail = sentence[:m.start()], sentence[m.end():]
             if len(head.split()) > 4 and len(tail.split()) > 3:
+                first, _, rest = tail.partition(" ")
+                if first in _PARTICIPLES:
+                    tail = f"{_PARTICIPLES[first]} {rest}"
                 return f"{head}. {_capital(tail)}"
     return sentence
 
