@@ -96,6 +96,8 @@ class Sentence:
 
 
 def _capital(text: str) -> str:
+    if text.startswith("("):
+        return "(" + _capital(text[1:])
     return text[:1].upper() + text[1:]
 
 
@@ -214,14 +216,17 @@ class Discourse:
 _SPAN = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)", re.DOTALL)
 _BREAKS = (re.compile(r"; "), re.compile(r"(?<=[\w\x00]): (?=[a-z\x00])"),
            re.compile(r", (?:and|but|so) (?=\w+ \w)"), re.compile(r" \u2014 (?=\w)"),
-           re.compile(r", (?=(?:ordered|sorted|holding|keeping|then|each)\b)"))
+           re.compile(r", (?=(?:ordered|sorted|holding|keeping|then|each)\b)"),
+           re.compile(r", (?=as (?:a|an|one|two|three|four|JSON|plain|bare)\b)"),
+           re.compile(r" (?=\([^()]+\)[.,]?$)"))
 """Where a long sentence breaks, best first: a semicolon, a colon that opens a clause, a
 comma before a conjunction that opens one, a dash, a comma before a participle that
-qualifies what came before ("..., ordered by ...")."""
+qualifies what came before ("..., ordered by ..."), a comma before the answer's format
+("..., as three integers ..."), a closing aside in parentheses."""
 
 
 _PARTICIPLES = {"holding": "It holds", "keeping": "It keeps", "ordered": "It is ordered",
-                "sorted": "It is sorted"}
+                "sorted": "It is sorted", "as": "Write it as"}
 """A participle that opens the rest of a broken sentence, as the verb of a clause."""
 
 
