@@ -181,3 +181,12 @@ def test_a_fix_graph_is_about_its_fault(name):
     for g in fixes:
         repairs = len(eco.spec.fault(g.fault).repair)
         assert findings({"steps": []}, [], g.model_dump(), repairs) == set(), g
+
+
+def test_a_fix_already_planned_becomes_a_build_candidate():
+    """A repair nothing builds on is one graph per fault: a fix candidate whose re-plans
+    all repeat it is planned as a build candidate instead of a duplicate."""
+    eco = ECOSYSTEMS["service"]
+    candidates, _ = plan_candidates(eco, 50, 11)
+    fixes = [c.graph.fingerprint() for c in candidates if c.graph.fault]
+    assert fixes and len(fixes) == len(set(fixes))
