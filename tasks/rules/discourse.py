@@ -128,9 +128,12 @@ class Discourse:
         self._names: dict[int, str] = {}
         self._defined: dict[str, str] = {}
         self._context: list[str] = []
+        self._said: set[str] = set()
         introduced = {u for i in range(len(composer.trace.steps))
                       for u in composer.folded(i).values() if u not in composer.flow.listed}
         used = {str(v) for st in composer.trace.steps for v in st.args.values()}
+        self._used_described = [x for x in composer.described if x in used
+                                and _DEFINED.match(composer.described[x]) is None]
         nouns = [self._noun(u) for u in introduced]
         nouns += [head_noun(t) for x, t in composer.described.items()
                   if x in used and _DEFINED.match(t) is None]
@@ -141,10 +144,15 @@ class Discourse:
         return noun_of(self.composer.tool(u).returns.type)
 
     def trim(self, text: str) -> str:
-        """``text`` without the context a defining sentence already gave ("in the shop's
-        database" once the shop's database is defined): context is said once."""
+        """``text`` without the context a defining sentence already gave: "(in the shop's
+        database)" once the shop's database is defined, and "in the shop's database"
+        after its first mention.  Context is said once."""
         for head in self._context:
             text = text.replace(f" (in {head})", "")
+            if head in self._said:  # said once already
+                text = text.replace(f" in {head}", "")
+            elif f" in {head}" in text:
+                self._said.add(head)
         return text
 
     def finish(self, text: str) -> str:
@@ -167,11 +175,36 @@ class Discourse:
             self.sentences.append(Sentence(f"{_capital(short)} is {m['definition']}.",
                                            shared=True))
         else:  # found by a sentence of its own, like a lookup
-            short = self._letter(head_noun(text)) or f"that {head_noun(text)}"
-            call = f"; call it {short}" if not short.startswith("that ") else ""
-            self.sentences.append(Sentence(f"Find {text}{call}.", shared=True))
+            short = self._find(literal, text)
         self._defined[literal] = short
         return short
+
+    def _find(self, literal: str, text: str) -> str:
+        """A sentence finding a described literal, and its name.  Literals described alike
+        (two commits by their subject line) share one sentence, each named by a letter:
+        "Find the commit whose subject line is `a` (call it commit A), and likewise `b`
+        (commit B)." """
+        noun = head_noun(text)
+        described = self.composer.described
+        group = [x for x in self._used_described
+                 if _SPAN.sub("``", described[x]) == _SPAN.sub("``", text)]
+        if len(group) < 2 or not _SPAN.search(text):
+            short = self._letter(noun) or f"that {noun}"
+            call = f"; call it {short}" if not short.startswith("that ") else ""
+            self.sentences.append(Sentence(f"Find {text}{call}.", shared=True))
+            return short
+        names = {x: self._letter(noun) or f"{noun} {chr(ord('A') + k)}"
+                 for k, x in enumerate(group)}
+        first, *others = group
+        theirs = {m.group(0) for m in _SPAN.finditer(described[first])}
+        likewise = ", ".join(
+            " ".join(m.group(0) for m in _SPAN.finditer(described[x])
+                     if m.group(0) not in theirs) + f" ({names[x]})" for x in others)
+        self.sentences.append(Sentence(
+            f"Find {described[first]} (call it {names[first]}), and likewise {likewise}.",
+            shared=True))
+        self._defined.update(names)
+        return names[literal]
 
     def _letter(self, noun: str) -> str:
         """``<noun> A``, ``<noun> B``... when several things of one noun are introduced."""

@@ -17,8 +17,9 @@ benchmark instructions), so that the figures compare like with like:
   description; 1: one inside another); an instruction's nesting is its deepest clause.
   Prepositions alone ("the subject of the commit") do not count: a heuristic without a
   parser, the same for every text it counts;
-- **repeated 6-grams**: a sequence of six words, lower-cased, outside code spans (a code
-  span breaks a sequence), that occurs twice in one instruction.
+- **repeated 6-grams**: a sequence of six words, lower-cased, outside code spans and
+  within one line (a code span or a line break ends a sequence), that occurs twice in one
+  instruction.
 
 The limits (:data:`LIMITS`) are those of short human-written task instructions: no
 sentence over 40 words, nesting at most 1.  The dataset-wide figures (median and p90 of the
@@ -120,7 +121,7 @@ def nesting(sentence: str) -> int:
 def repeated_ngram(text: str, n: int = NGRAM) -> str:
     """A sequence of ``n`` words outside code spans that occurs twice in ``text``."""
     seen: set[tuple[str, ...]] = set()
-    for run in re.split(r"\x00|\n\s*\n", _masked(text)):
+    for run in re.split(r"[\x00\n]", _masked(text)):
         toks = [t.strip(".,;:!?()\"'").lower() for t in run.split()]
         toks = [t for t in toks if t]
         for i in range(len(toks) - n + 1):

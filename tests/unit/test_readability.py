@@ -111,3 +111,34 @@ def test_a_deep_git_workflow_reads_as_short_sentences():
         assert found.nesting <= 1 and found.longest <= 25, instruction.text
         assert instruction.sentences[0].text.startswith("Find the ")
         assert "a new annotated tag on that commit, with the message" in instruction.text
+
+
+def test_literals_described_alike_are_found_in_one_sentence():
+    """Three commits named by their subject lines: one sentence finds them all, each
+    named by a letter, so no 'Find the commit whose subject line is' repeats."""
+    from tasks.rules.deliverables import flow
+
+    git = load_ecosystem("git")
+    graph = WorkflowGraph(ecosystem="git", shape="chain", steps=[
+        Step(id="s1", tool="create_branch", bind={
+            "start": Binding(kind="state", value="aaa"),
+            "name": Binding(kind="literal", value="pick/patch")}),
+        Step(id="s2", tool="cherry_pick", bind={
+            "branch": Binding(kind="step", step="s1"),
+            "commit": Binding(kind="state", value="bbb")}),
+    ])
+    trace = Trace(steps=[
+        _step("s1", "create_branch", {"start": "aaa", "name": "pick/patch"},
+              output="pick/patch"),
+        _step("s2", "cherry_pick", {"branch": "pick/patch", "commit": "bbb"},
+              output="pick/patch"),
+    ])
+    described = {"aaa": "the commit whose subject line is `Add a`",
+                 "bbb": "the commit whose subject line is `Fix b`"}
+    checks = [Check(kind="state", section="branches", key="pick/patch", expected="x")]
+    assert flow(git.spec, graph, trace, checks).listed
+    instruction = render_instruction(git, graph, trace, seed=1, checks=checks,
+                                     described=described)
+    assert ("Find the commit whose subject line is `Add a` (call it commit A), and likewise "
+            "`Fix b` (commit B).") in instruction.text
+    assert readability(instruction.text).repeated == ""
