@@ -49,6 +49,7 @@ Reason = Literal[
     "sampler_timeout",   # ... or did not return in time
     "not_preserved",     # the instruction lacks a literal the solver needs or the verifier reads
     "leaked_answer",     # the instruction shows the task's own answer
+    "unreadable",        # an instruction sentence is too long or nests descriptions too deep
     "ungrounded",        # a trajectory uses a value the agent could not have seen
 ]
 

@@ -2,11 +2,14 @@
 
 A write step is *purposeless* when it changes nothing the probe sees; when it leaves an
 entry as it was before an earlier step wrote it (it undoes that step: a label added then
-removed, a ticket escalated then lowered again); or when the entry it writes, in a
-section declared ``distinct``, equals one of its own inputs (``sort -u`` of a file that is
-already sorted and unique) or another output of the task (the same rows copied into two
-tables).  Equality is the section's compare mode (:func:`tasks.verify.comparisons.digest`), so
-"equal" means what the verifier would call equal.
+removed, a ticket escalated then lowered again); when it sets again a field of a record
+that an earlier step of the task set (it overwrites that step: a ticket created with one
+title and then retitled, closed and then reopened by an escalation); or when the entry
+it writes, in a section declared ``distinct``, equals one of its own inputs (``sort -u``
+of a file that is already sorted and unique) or another output of the task (the same rows
+copied into two tables).  Equality is the section's compare mode
+(:func:`tasks.verify.comparisons.digest`), so "equal" means what the verifier would call
+equal.
 
 A workflow's answer is purposeless too when it prints the same without the last write
 step and that step's result is intermediate (only later reads see it): the reference
@@ -38,6 +41,8 @@ class Written:
     entry: tuple[str, str] | None
     before: dict
     after: dict
+    args: tuple[str, ...] = ()
+    """The step's argument values."""
 
 
 def written_entry(eco: Ecosystem, tool: ToolSpec, args: dict[str, str],
@@ -73,6 +78,10 @@ def purposeless(eco: Ecosystem, tool: ToolSpec, args: dict[str, str], before: di
     for w in earlier:
         if w.entry == entry and w.before.get(section, {}).get(key) == mine:
             return f"it leaves {section}/{key} as it was before step {w.step_id} changed it"
+        if w.entry == entry and (fields := _overwritten(w, before.get(section, {}).get(key),
+                                                       mine)):
+            return (f"it overwrites the {' and '.join(fields)} of {section}/{key} that "
+                    f"step {w.step_id} set")
     if not eco.spec.probe_sections[section].distinct:
         return None
     compare = eco.spec.probe_sections[section].compare
@@ -85,3 +94,26 @@ def purposeless(eco: Ecosystem, tool: ToolSpec, args: dict[str, str], before: di
                 and digest(after[section][other], compare) == target:
             return f"its output {key} equals {what} {other}"
     return None
+
+
+def _changed_fields(old: object, new: object) -> set[str]:
+    """The fields of a record entry that differ between two of its values (a record that
+    did not exist before: all its fields); none for an entry that is not a record."""
+    if not isinstance(new, dict):
+        return set()
+    old = old if isinstance(old, dict) else {}
+    return {f for f in new if old.get(f) != new[f]}
+
+
+def _overwritten(w: Written, before: object, after: object) -> list[str]:
+    """The fields of a record that the earlier step ``w`` set and this step (taking the
+    record from ``before`` to ``after``) sets again: a ticket created with one title and
+    then retitled, closed and then reopened by an escalation.  Of a record ``w`` created,
+    only the fields it set from its arguments count (a default is nobody's choice)."""
+    assert w.entry is not None
+    section, key = w.entry
+    was, made = w.before.get(section, {}).get(key), w.after[section].get(key)
+    theirs = _changed_fields(was, made)
+    if was is None and isinstance(made, dict):
+        theirs = {f for f in theirs if str(made[f]) in w.args}
+    return sorted(theirs & _changed_fields(before, after))

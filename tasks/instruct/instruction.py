@@ -49,6 +49,7 @@ from schemas.yaml_text import load_yaml
 from tasks.instruct.preserve import ANSWER_ESSENTIALS, DEFAULT_ESSENTIAL
 from tasks.rules.compose import Composer, render_phrase
 from tasks.rules.deliverables import changes_in_place, flow
+from tasks.rules.discourse import Sentence, shorten
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 PHRASES: dict = load_yaml((TEMPLATES / "instruction_phrases.yaml").read_text())
@@ -98,6 +99,14 @@ class Instruction:
     style: InstructionStyle
     template_id: str
     items: tuple[Item, ...]
+    sentences: tuple[Sentence, ...] = ()
+    """Goal style: the sentences before the list that introduce what the items refer to
+    (:mod:`tasks.rules.discourse`)."""
+
+    @property
+    def lines(self) -> tuple[Item | Sentence, ...]:
+        """Every part that describes steps: the introducing sentences, then the items."""
+        return (*self.sentences, *self.items)
 
 
 def structure(graph: WorkflowGraph, trace: Trace) -> str:
@@ -138,30 +147,34 @@ def answer_format(parser: str, rng: random.Random, intent: str = "") -> str:
 
 def instruction_items(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, rng: random.Random,
                       style: InstructionStyle = "spec", checks: Sequence[Check] = (),
-                      described: Mapping[str, str] | None = None) -> list[Item]:
+                      described: Mapping[str, str] | None = None
+                      ) -> tuple[list[Item], list[Sentence]]:
     """The write steps' outputs (goal: the listed ones, composed; else every one), then
     the answer of a final read step; a literal of ``described`` is written as its
-    description.  Outside goal style, a value an earlier lookup printed is explained
-    where a later step uses it."""
+    description.  Goal style: with the sentences that introduce what the items refer to.
+    Outside goal style, a value an earlier lookup printed is explained where a later step
+    uses it."""
     steps = flow(eco.spec, graph, trace, checks)
     goal = style == "goal"
-    composer = Composer(eco.spec, trace, steps, compose=goal, described=described)
+    composer = Composer(eco.spec, trace, steps, compose=goal, described=described,
+                        discourse=goal)
     items = []
     for i, st in enumerate(trace.steps):
         tool = eco.spec.tool(st.tool)
         phrase = composer.phrase(i)
         text = phrase if goal else phrase + _observed_note(composer, steps.ups[i])
+        finish = composer.discourse.finish if composer.discourse else str
         if tool.effect == "write" and (not goal or i in steps.listed):
             target = composer.label(i)
-            items.append(Item(target, _without_target(target, text) if goal else text, i,
+            items.append(Item(target, finish(_without_target(target, text)) if goal else text, i,
                               phrase=phrase, in_place=changes_in_place(tool),
                               steps=composer.steps(i), own=_own(composer, i)))
         elif tool.effect != "write" and i == len(trace.steps) - 1 and trace.answer is not None:
             fmt = answer_format(tool.returns.parser, rng, tool.intent)
-            items.append(Item(f"`{eco.spec.answer_file}`", f"{text}, {fmt}" if fmt else text,
-                              i, answer=True,
+            answer = finish(f"{text}, {fmt}" if fmt else text)
+            items.append(Item(f"`{eco.spec.answer_file}`", answer, i, answer=True,
                               phrase=phrase, steps=composer.steps(i), own=_own(composer, i)))
-    return items
+    return items, composer.discourse.sentences if composer.discourse else []
 
 
 def _without_target(target: str, text: str) -> str:
@@ -247,7 +260,8 @@ def render_instruction(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed:
     rng = random.Random(f"instruction:{_RNG_NAMES[style]}:{eco.name}:{seed}:"
                         f"{graph.fingerprint()}")
     phrases = PHRASES[style]
-    items = instruction_items(eco, graph, trace, rng, style, checks, described or {})
+    items, sentences = instruction_items(eco, graph, trace, rng, style, checks,
+                                         described or {})
     opener_id, opener = _pick(rng, _opener_pool(style, structure(graph, trace), items))
     opener = opener.format(n=_NUMBERS[len(items)] if len(items) < len(_NUMBERS)
                            else len(items))
@@ -281,8 +295,11 @@ def render_instruction(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed:
         i = rng.randrange(len(motivations))
         motivation, motivation_id = motivations[i].strip(), f"/{graph.scenario}.m{i + 1}"
     text = _PAGE.render(motivation=motivation, report=report, opener=opener, lines=lines,
-                        paragraphs=paragraphs, closer=closer)
+                        paragraphs=paragraphs, closer=closer,
+                        setup=" ".join(s.text for s in sentences))
+    if style == "goal":
+        text = shorten(text)
     return Instruction(text=text.strip() + "\n", style=style,
                        template_id=f"{style}/{layout_id}/{opener_id}/{closer_id}{report_id}"
                                    f"{motivation_id}",
-                       items=tuple(items))
+                       items=tuple(items), sentences=tuple(sentences))

@@ -160,10 +160,12 @@ def iter_candidates(eco: Ecosystem, n: int, run_seed: int,
     """``n`` candidates with distinct fingerprints, one at a time, each with the number of
     duplicate fingerprints re-planned before it (bounded by :data:`MAX_REPLANS`); their
     kinds, faults and scenarios drawn as :mod:`tasks.plan.mix` says.  A fix candidate whose seed
-    has no place for its fault's defect becomes a build candidate.  Re-plans go round the
-    scenarios that fit the candidate, and the last :data:`OUTSIDE_REPLANS` are planned
-    outside any (a scenario's graphs are fewer than the ecosystem's), where the graph may
-    start with a lookup or not whatever the candidate drew."""
+    has no place for its fault's defect, or whose every re-plan repeats a fix planned
+    already (a repair nothing builds on is one task per fault), becomes a build candidate.
+    Re-plans go round the scenarios that fit the candidate, and the last
+    :data:`OUTSIDE_REPLANS` are planned outside any (a scenario's graphs are fewer than the
+    ecosystem's), where the graph may start with a lookup or not whatever the candidate
+    drew."""
     seen: set[str] = set()
     usage: Counter[str] = Counter()
     faults_used: Counter[str] = Counter()
@@ -188,7 +190,8 @@ def iter_candidates(eco: Ecosystem, n: int, run_seed: int,
             if graph.fingerprint() not in seen:
                 break
             dupes += 1
-        if fault and not plantable(eco, seed, fault):  # no place for the defect: build
+        if fault and (not plantable(eco, seed, fault)  # no place for the defect: build
+                      or graph.fingerprint() in seen):  # this fix is planned already
             graph = plan_graph(eco, seed, depth_weights, usage, None, graph.scenario, lookup)
         seen.add(graph.fingerprint())
         usage.update(s.tool for s in graph.steps)

@@ -344,7 +344,8 @@ def fix_chain(b: GraphBuilder, repair: list[str], depth: int) -> None:
     input fits it), then a chain on the repaired state up to ``depth`` steps in all.  The
     chain's first step reads the repaired entry or makes a new one from it (changing it
     in place again would make the repair moot: fix a ticket's team, then move it); where
-    no tool can, the chain starts from the repaired state's other entries."""
+    no tool can, the task is the repair alone: work on other entries would be an
+    unrelated errand appended to the fix."""
     last = ""
     for name in repair:
         tool = b.eco.spec.tool(name)
@@ -355,7 +356,5 @@ def fix_chain(b: GraphBuilder, repair: list[str], depth: int) -> None:
     if left <= 0 or b.eco.spec.tool(repair[-1]).effect != "write":
         return
     first = b.extend(last, 1, may_end_in_read=True, fresh_only=True)
-    if first == last:  # nothing takes the repaired entry: work on from the state
-        chain(b, left)
-    elif left > 1 and b.eco.spec.tool(b.steps[-1].tool).effect == "write":
+    if first != last and left > 1 and b.eco.spec.tool(b.steps[-1].tool).effect == "write":
         b.extend(first, left - 1, may_end_in_read=True)

@@ -9,6 +9,7 @@ most lines"), never as the entry it found in one case.  The literals left are th
 program writes whatever the case (paths of the layout, output names, fixed wording).  The
 wrapper adds the interface, what each argument is, the input layout (the top-level
 entries every example's input has) and where the examples, which show the values, are.
+Long sentences are broken as goal-level ones are (:func:`tasks.rules.discourse.shorten`).
 The same cases give the same text.
 """
 
@@ -28,6 +29,7 @@ from tasks.reconstruct.cases import Case
 from tasks.reconstruct.examples import ARGS
 from tasks.reconstruct.program import EXAMPLES, PROGRAM
 from tasks.rules.compose import Composed, render_phrase
+from tasks.rules.discourse import shorten
 
 
 def argument_name(a: Argument) -> str:
@@ -113,9 +115,9 @@ def reconstruct_instruction(inner: Instruction, cases: list[Case],
     call = " ".join(["DIR", *(argument_name(a) for a in arguments)])
     text = "\n".join([
         f"Write a program at `{PROGRAM}` that does the work below to any workspace laid out "
-        f"like the examples.  It is run as `bash {PROGRAM} {call}` and must exit 0; `DIR` "
-        "is the workspace to change in place (paths below are relative to it; the program "
-        "is not started inside it).",
+        f"like the examples.  It is run as `bash {PROGRAM} {call}` and must exit 0.  `DIR` "
+        "is the workspace to change in place.  Paths below are relative to it, and the "
+        "program is not started inside it.",
         "",
         "What the program must do to `DIR`:",
         "",
@@ -125,10 +127,11 @@ def reconstruct_instruction(inner: Instruction, cases: list[Case],
         f"Input layout: `DIR` holds {layout}, as each example's input does.",
         "",
         f"Examples ({names}): `{EXAMPLES}/<case>/input/` is a workspace before the work, "
-        f"`{EXAMPLES}/<case>/expected/` the same workspace after it.  Your program will be "
-        f"judged on {hidden} other workspaces of this layout that you cannot see, so it "
-        "must compute its outputs from `DIR`, not copy them from the examples.",
+        f"and `{EXAMPLES}/<case>/expected/` is the same workspace after it.  Your program "
+        f"will be judged on {hidden} other workspaces of this layout that you cannot see.  "
+        "It must compute its outputs from `DIR`, not copy them from the examples.",
     ])
+    text = shorten(text)
     return replace(inner, text=text + "\n", template_id=f"reconstruct/{inner.template_id}")
 
 

@@ -28,7 +28,8 @@ import jinja2
 
 from schemas.ecosystem import EcosystemSpec, ToolSpec
 from schemas.trace import Trace
-from tasks.rules.deliverables import Flow, changes_in_place
+from tasks.rules.deliverables import Flow, changes_in_place, names_own_entry
+from tasks.rules.discourse import Discourse
 
 
 class Composed(str):
@@ -83,22 +84,29 @@ def _noun_before(source: str, param: str) -> str | None:
     return m.group(2)
 
 
-def _names(tool: ToolSpec, param: str) -> bool:
-    return re.search(r"\{\{\s*" + re.escape(param) + r"\s*\}\}", tool.intent) is not None
-
-
 class Composer:
     """Phrases of one trace's steps; with ``compose`` False every value is literal (the
     ``spec`` and ``step`` styles)."""
 
     def __init__(self, spec: EcosystemSpec, trace: Trace, flow: Flow, compose: bool,
-                 described: Mapping[str, str] | None = None) -> None:
+                 described: Mapping[str, str] | None = None, discourse: bool = False) -> None:
         self.spec, self.trace, self.flow, self.compose = spec, trace, flow, compose
         self.described = dict(described or {})
         """Literal -> the description that replaces it (``tasks.instruct.describe``)."""
+        self.discourse = Discourse(self) if discourse and compose else None
+        """With ``discourse``, a composed result is introduced by a sentence of its own and
+        named by a short reference wherever it is used (:class:`Discourse`)."""
 
     def _tool(self, i: int) -> ToolSpec:
         return self.spec.tool(self.trace.steps[i].tool)
+
+    def tool(self, i: int) -> ToolSpec:
+        """The tool of trace step ``i``."""
+        return self._tool(i)
+
+    def folded(self, i: int) -> dict[str, int]:
+        """Inputs of step ``i`` named by what an earlier step made (input -> that step)."""
+        return self._folded(i)
 
     def _folded(self, i: int) -> dict[str, int]:
         """Inputs of step ``i`` rendered as an earlier step's phrase: those bound to an
@@ -114,13 +122,20 @@ class Composer:
 
     def _name(self, u: int) -> str:
         """How a consumer names step ``u``'s result: a listed entry by its label (its
-        change is a line of its own), anything else by what it is."""
-        return self.label(u) if u in self.flow.listed else self.ref(u)
+        change is a line of its own), anything else by what it is (in a discourse, by a
+        reference to the sentence that introduced it)."""
+        if u in self.flow.listed:
+            return self.label(u)
+        return self.discourse.refer(u) if self.discourse else self.ref(u)
 
     def _literal_args(self, i: int) -> dict[str, str]:
-        """Step ``i``'s arguments as written, a described literal as its description."""
-        return {name: Composed(self.described[v]) if v in self.described else v
+        """Step ``i``'s arguments as written, a described literal as its description (in a
+        discourse, its short name after one sentence has defined it)."""
+        return {name: Composed(self._described(v)) if v in self.described else v
                 for name, v in self.trace.steps[i].args.items()}
+
+    def _described(self, literal: str) -> str:
+        return self.discourse.define(literal) if self.discourse else self.described[literal]
 
     def args(self, i: int) -> dict[str, str]:
         """Step ``i``'s arguments, those bound to a folded step as its phrase."""
@@ -167,7 +182,7 @@ class Composer:
         if tool.effect == "write" and not changes_in_place(tool) and colon \
                 and "{{" not in tail:
             return self._render(i, head)
-        if not changes_in_place(tool) or _names(tool, str(tool.returns.from_param)):
+        if not changes_in_place(tool) or names_own_entry(tool):
             return self.phrase(i)
         entry, changes = self._changes(i)
         return f"{entry} (after: {'; then '.join(changes)})"
@@ -178,7 +193,7 @@ class Composer:
         if up is None:
             return self.label(i), [self.phrase(i)]
         up_tool = self._tool(up)
-        if changes_in_place(up_tool) and not _names(up_tool, str(up_tool.returns.from_param)):
+        if changes_in_place(up_tool) and not names_own_entry(up_tool):
             entry, changes = self._changes(up)
             return entry, [*changes, self.phrase(i)]
         return self.ref(up), [self.phrase(i)]
@@ -195,7 +210,10 @@ class Composer:
         return " ".join(render_phrase(source, args) for source in sources)
 
     def steps(self, i: int) -> tuple[int, ...]:
-        """Step ``i`` and every step whose phrase its own phrase includes, in trace order."""
+        """Step ``i`` and every step whose phrase its own phrase includes, in trace order
+        (in a discourse, step ``i`` alone: the others have sentences of their own)."""
+        if self.discourse:
+            return (i,)
         seen = {i}
         for u in self._folded(i).values():
             seen.update(self._named_steps(u))

@@ -23,6 +23,7 @@ nor checked by its verifier (:func:`goal_checks`).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -47,6 +48,12 @@ def changes_in_place(tool: ToolSpec) -> bool:
     if tool.effect != "write" or tool.creates or not tool.returns.from_param:
         return False
     return tool.param(tool.returns.from_param).fresh is None
+
+
+def names_own_entry(tool: ToolSpec) -> bool:
+    """The tool's ``intent`` names the entry it writes (``{{ branch }} back at ...``)."""
+    param = re.escape(str(tool.returns.from_param))
+    return re.search(r"\{\{\s*" + param + r"\s*\}\}", tool.intent) is not None
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
-"""Stage ``instruct``: the draft must hold every required literal and must not show the
-task's answer; with an LLM, its paraphrase replaces it when the paraphrase holds them too
-(a paraphrase adds no code span, and the LLM is never shown the answer)."""
+"""Stage ``instruct``: the draft must hold every required literal, must not show the
+task's answer and must be readable (:mod:`tasks.rules.readability`); with an LLM, its
+paraphrase replaces it when the paraphrase passes the same checks (it adds no code span,
+and the LLM is never shown the answer)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from tasks.instruct.paraphrase import paraphrase_instruction
 from tasks.instruct.preserve import check_items_preserved, check_preserved, required_literals
 from tasks.reconstruct.instruction import stated
 from tasks.rules.leaks import check_not_leaked, determined
+from tasks.rules.readability import check_readable
 from tasks.stages.context import CandidateContext, Phase
 
 
@@ -31,11 +33,14 @@ class Instruct:
         required = required_literals(ctx.eco.spec, ctx.graph, trace, checks, draft.style,
                                      {x: d.shown for x, d in ctx.descriptions.items()})
         check_preserved(draft.text, required)
-        check_items_preserved(draft.items, required, context_text(ctx.eco, draft.style))
-        check_not_leaked(ctx.trace.answer, draft.text, draft.items,
+        defined = " ".join(s.text for s in draft.sentences if s.shared)
+        check_items_preserved(draft.lines, required,
+                              f"{context_text(ctx.eco, draft.style)} {defined}")
+        check_not_leaked(ctx.trace.answer, draft.text, draft.lines,
                          determined(ctx.eco.spec, ctx.graph, ctx.trace, ctx.checks,
                                     set(ctx.descriptions)))
+        check_readable(draft.text)
         ctx.required = required
         ctx.instruction = draft
         if ctx.llm is not None:
-            ctx.instruction = paraphrase_instruction(ctx.llm, draft, required)
+            ctx.instruction = paraphrase_instruction(ctx.llm, draft, required, ctx.trace.answer)

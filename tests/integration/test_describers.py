@@ -98,8 +98,8 @@ def _one_step(eco: str, tool: str, bind: dict[str, Binding], seed: int) -> Candi
 
 
 def test_the_database_file_is_named_by_a_table_it_holds():
-    """sql's ``find_database``: the goal-level instruction names the shop's database by a
-    table it holds, and the resolving call (which prints the file) comes before the
+    """sql's ``find_database``: the goal-level instruction defines the shop's database by
+    a table it holds, and the resolving call (which prints the file) comes before the
     first query."""
     eco = ecosystem("sql")
     found, trace, graph, _ = _described(eco, _one_step("sql", "top_spender", {
@@ -110,7 +110,8 @@ def test_the_database_file_is_named_by_a_table_it_holds():
                                                 "order_items"}
     assert d.call.observation.stdout == "shop.db\n"
     text = render_instruction(eco, graph, trace, 0, "goal", (), {literal: d.text}).text
-    assert "shop.db" not in text and f"(the file holding table `{d.shown}`)" in text
+    assert "shop.db" not in text  # defined once, then named by its head
+    assert f"The shop's database is the file holding table `{d.shown}`." in text
     calls = [c.name for c in with_resolutions(trace, found).steps[0].discoveries]
     assert calls.index("find_database") < calls.index("show_schema")
 
@@ -127,4 +128,5 @@ def test_a_team_is_named_by_its_lead():
     lead = before["users"][before["teams"][team]["lead"]]["name"]
     assert d.shown == lead and d.call.observation.stdout == f"{team}\n"
     text = render_instruction(eco, graph, trace, 0, "goal", (), {team: d.text}).text
-    assert f"`{team}`" not in text and f"moved to the team led by `{lead}`" in text
+    assert f"`{team}`" not in text and f"Find the team led by `{lead}`." in text
+    assert "moved to that team" in text  # found by its own sentence, then referred to

@@ -31,7 +31,7 @@ def _literals_in(body):
     return re.findall(r"^- `(.*)`$", body["messages"][-1]["content"], re.M)
 
 
-def responder(drop_literal: bool, quote_unseen: bool):
+def responder(drop_literal: bool, quote_unseen: bool, run_on: bool = False):
     """Answers each request by the stage that sent it (its system prompt)."""
 
     def answer(body):
@@ -41,6 +41,10 @@ def responder(drop_literal: bool, quote_unseen: bool):
             if drop_literal:  # lose the code span of one required literal
                 literal = _literals_in(body)[0]
                 text = text.replace(f"`{literal}`", literal)
+            if run_on:  # every literal kept, in one sentence of more than 40 words
+                text = "x\n" + " and then ".join(
+                    line.strip(" -.") for line in text.splitlines() if line.strip()) \
+                    + " and then" + " make sure that all of it holds as asked" * 5
             return {"instruction": "Here is the job, in other words.\n\n"
                                    + text.split("\n", 1)[1]}
         if system == reasoning.SYSTEM_PROMPT:
@@ -133,3 +137,20 @@ def test_a_paraphrase_that_drops_a_literal_and_unseen_reasoning_fall_back(llm, m
                          if (r.supervision, r.action_space) == ("full", full.action_space))
         assert [m.reasoning_content for m in full.messages] == \
             [m.reasoning_content for m in base_full.messages]
+
+
+def test_an_unreadable_paraphrase_falls_back_and_changes_no_verifier(llm, monkeypatch):
+    """A paraphrase that keeps every literal but runs on in one sentence fails the
+    readability limits: the rendered text stands, and the verifier and answer are the
+    task's own either way."""
+    plain = _template_run(monkeypatch)
+    llm(drop_literal=False, quote_unseen=False, run_on=True)
+    outcomes = [o for o in _build() if o.task]
+    assert len(outcomes) == len(plain)
+    assert candidate_module.llm_client().stats.rejected >= len(outcomes)
+    for o in outcomes:
+        base = plain[o.attempt.candidate_id].task
+        assert o.task.instruction == base.instruction
+        assert (o.task.verifier_py, o.task.answer, o.task.checks_json) == \
+            (base.verifier_py, base.answer, base.checks_json)
+

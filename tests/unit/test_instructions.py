@@ -198,8 +198,9 @@ SPEC_TEXT_SEED_7 = (
     "- `out/first_lines.txt`: the first `26` lines of `out/column_values.txt`, in their "
     "order.\n"
     "- `answer.txt`: the number of lines in `out/first_lines.txt`, as a plain integer.\n\n"
-    "Background: Your working directory holds a small project: application logs under logs/, "
-    "CSV data exports under data/, JSON configuration under config/ and notes under docs/.\n\n"
+    "Background: Your working directory holds a small project. Application logs are under "
+    "logs/, CSV data exports under data/, JSON configuration under config/ and notes under "
+    "docs/.\n\n"
     "Paths are relative to the working directory; do not touch anything not listed.\n")
 
 
@@ -243,9 +244,13 @@ def test_goal_style_states_deliverables_only_composing_what_they_consume():
         goal = render_instruction(FILES, graph, trace, seed=seed, style="goal")
         assert [i.target for i in goal.items] == ["`out/sorted_unique.txt`", "`answer.txt`"]
         assert "out/matching_lines.txt" not in goal.text  # the intermediate is not named
-        assert f"the distinct lines of {GREP}, sorted in byte order" in goal.items[0].text
-        assert goal.items[1].text.startswith(f"the number of lines in {GREP}, ")
-        assert [i.described for i in goal.items] == [(0, 1), (0, 2)]
+        # the intermediate result has a sentence of its own; the items refer back to it
+        assert [s.text for s in goal.sentences] == [
+            f"In a file of your choice, write {GREP}."]
+        assert goal.text.index(goal.sentences[0].text) < goal.text.index("`answer.txt`")
+        assert goal.items[0].text.startswith("the distinct lines of that file, sorted in byte")
+        assert goal.items[1].text.startswith("the number of lines in that file, ")
+        assert [i.described for i in goal.lines] == [(0,), (1,), (2,)]
         assert goal.template_id.startswith("goal/")
     spec = render_instruction(FILES, graph, trace, seed=0, style="spec")
     assert [i.target for i in spec.items] == ["`out/matching_lines.txt`",
@@ -263,9 +268,9 @@ def test_goal_checks_and_required_literals_leave_intermediates_out():
     assert required.spans == ("logs/app.log", "ERROR", "out/sorted_unique.txt", "answer.txt")
     goal = render_instruction(FILES, graph, trace, seed=4, style="goal")
     check_preserved(goal.text, required)
-    check_items_preserved(goal.items, required, context_text(FILES, "goal"))
-    # the composed line must carry the literals of the steps composed into it
-    broken = [replace(goal.items[0], text="the distinct lines of the grep output")]
+    check_items_preserved(goal.lines, required, context_text(FILES, "goal"))
+    # the sentence introducing a result must carry the literals of its step
+    broken = [replace(goal.sentences[0], text="In a file of your choice, write the grep.")]
     with pytest.raises(StageFailure, match="lacks `logs/app.log`"):
         check_items_preserved(broken, required)
     # spec style still requires and checks every intermediate
@@ -282,8 +287,8 @@ def test_nothing_but_intermediates_leaves_no_outcome():
 
 
 def test_an_observed_value_is_named_by_the_step_that_observed_it():
-    """A read's value bound to a later input renders as the read's phrase, not the value;
-    an entry a lookup singles out is named by the lookup."""
+    """A read's value bound to a later input is found by a sentence of its own (the read's
+    phrase), not given; an entry a lookup singles out is named by a reference to it."""
     service = load_ecosystem("service")
     count = next(t for t in service.spec.tools if t.effect == "read"
                  and any(p.name == "ticket" for p in t.params))
@@ -301,7 +306,9 @@ def test_an_observed_value_is_named_by_the_step_that_observed_it():
                          _step("s2", "close_ticket", args2)])
     goal = render_instruction(service, graph, trace, seed=1, style="goal")
     (item,) = goal.items
-    assert item.target == render_phrase(count.intent, args1)
+    (found,) = goal.sentences  # the lookup's own sentence, then a reference to it
+    assert found.text == f"Find {render_phrase(count.intent, args1)}."
+    assert item.target == "that number"
     assert "`31`" not in goal.text
     spec = render_instruction(service, graph, trace, seed=1, style="spec")
     assert spec.items[0].target == "ticket `31`"
@@ -420,9 +427,9 @@ def test_a_parent_ticket_created_for_a_subtask_is_delivered_too():
 
 @pytest.mark.parametrize("style", ["goal", "spec", "step"])
 def test_a_looked_up_value_is_explained_where_a_later_step_uses_it(style):
-    """A lookup inside the graph gets no line of its own.  The line of the step that takes
-    its value names it by the lookup's phrase (goal) or says what the value is (spec,
-    step), with the lookup's own literals, so they are kept."""
+    """A lookup inside the graph gets no item of its own.  In the goal style a sentence
+    finds it and the item that takes its value refers back to it; in spec and step the
+    item says what the value is.  Either way with the lookup's own literals."""
     sql = load_ecosystem("sql")
     graph = WorkflowGraph(ecosystem="sql", shape="chain", steps=[
         Step(id="s1", tool="top_spender", bind={
@@ -444,13 +451,15 @@ def test_a_looked_up_value_is_explained_where_a_later_step_uses_it(style):
     assert "shipped" in required.spans and "17" not in required.spans
     instruction = render_instruction(sql, graph, trace, seed=3, style=style, checks=checks)
     check_preserved(instruction.text, required)
-    check_items_preserved(instruction.items, required, context_text(sql, style))
+    check_items_preserved(instruction.lines, required, context_text(sql, style))
     [item] = instruction.items
     assert item.step == 1
-    if style == "goal":  # the lookup's label names the customer
-        assert "`17`" not in item.text
-        assert ("whose customer_id is the customer_id of the customer whose orders with "
-                "status `shipped` add up") in item.text
+    if style == "goal":  # a sentence of its own finds the customer; the item refers to it
+        assert "`17`" not in instruction.text
+        [found] = instruction.sentences
+        assert found.text.startswith("Find the customer_id of the customer whose orders with "
+                                     "status `shipped` add up")
+        assert item.text.endswith("whose customer_id is that customer")
     else:
         assert ("(`17` is the customer_id of the customer whose orders with status `shipped`"
                 in item.text)
@@ -475,7 +484,8 @@ def test_a_noun_an_article_opens_stays_before_a_composed_value():
                     expected="x")]
     text = render_instruction(git, graph, trace, seed=1, style="goal", checks=checks).text
     assert "the the " not in text and "`feature/x`" not in text
-    assert "on the commit the branch whose tip commit" in text
+    assert text.startswith("Find the branch whose tip commit has the oldest committer date.")
+    assert "on the commit that branch points to" in text
 
 
 def test_the_context_names_the_database_file_except_in_the_goal_style():

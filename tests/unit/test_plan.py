@@ -166,3 +166,27 @@ def test_the_report_counts_graphs_shallower_than_their_drawn_depth():
     assert short and report.shallower == len(short)
     assert sum(report.shallower_ends.values()) == len(short)
     assert f"shallower than drawn: {len(short)} of 200 graphs" in format_report(report)
+
+
+@pytest.mark.parametrize("name", builtin_names())
+def test_a_fix_graph_is_about_its_fault(name):
+    """Every step of a fix graph is a repair step or uses what one made: where nothing can
+    take the repaired entry, the task is the repair alone, with no unrelated errand."""
+    from tasks.dataset.report.compositions import findings
+
+    eco = ECOSYSTEMS[name]
+    fixes = [c.graph for seed in (5, 11) for c in plan_candidates(eco, 100, seed)[0]
+             if c.graph.fault]
+    assert fixes
+    for g in fixes:
+        repairs = len(eco.spec.fault(g.fault).repair)
+        assert findings({"steps": []}, [], g.model_dump(), repairs) == set(), g
+
+
+def test_a_fix_already_planned_becomes_a_build_candidate():
+    """A repair nothing builds on is one graph per fault: a fix candidate whose re-plans
+    all repeat it is planned as a build candidate instead of a duplicate."""
+    eco = ECOSYSTEMS["service"]
+    candidates, _ = plan_candidates(eco, 50, 11)
+    fixes = [c.graph.fingerprint() for c in candidates if c.graph.fault]
+    assert fixes and len(fixes) == len(set(fixes))

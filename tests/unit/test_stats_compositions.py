@@ -73,3 +73,32 @@ def test_the_section_reads_shards_without_digests_as_not_measured():
     assert files["tasks"] == 6
     assert files["identical outputs"] == files["output equals input"] == "-"
     assert files["repeated tool"] == "33.3%"  # 2 of the 6 version-1 tasks run a tool twice
+
+
+def _graph(fault, *binds):
+    """A graph whose step n binds to the steps named in ``binds[n]``."""
+    return {"fault": fault, "steps": [
+        {"id": f"s{n + 1}", "bind": {f"in{k}": {"kind": "step", "step": up}
+                                      for k, up in enumerate(ups)}}
+        for n, ups in enumerate(binds)]}
+
+
+def test_a_fix_task_with_work_unrelated_to_its_repair_is_flagged():
+    trace = {"steps": []}
+    related = _graph("bom", [], ["s1"], ["s2"])  # repair, then work on what it made
+    assert findings(trace, [], related, repairs=1) == set()
+    extra = _graph("bom", [], ["s1"], [])  # a third step that ignores the repair
+    assert findings(trace, [], extra, repairs=1) == {"unrelated extra (fix)"}
+    two_repairs = _graph("dup", [], [], ["s2"])
+    assert findings(trace, [], two_repairs, repairs=2) == set()
+    assert findings(trace, [], _graph(None, [], []), repairs=0) == set()  # a build task
+
+
+def test_the_readability_section_reads_real_shards():
+    from tasks.dataset.report.readability import COLUMNS as READ
+    from tasks.dataset.report.readability import readability_rows
+
+    rows = readability_rows(connect(V1))
+    assert [r[:3] for r in rows] == [["files", "build", 6], ["all", "", 6]]
+    figures = dict(zip(READ, rows[-1], strict=True))
+    assert figures["longest max"] >= figures["longest p90"] >= figures["longest median"] > 0

@@ -4,6 +4,7 @@
 - ``instructions``: instruction diversity and audit figures;
 - ``card``: ``<data>/README.md`` with Hugging Face YAML and PNG plots;
 - private, sections of the report: ``compositions`` (purposeless compositions),
+  ``readability`` (sentence length, nesting, repetition of the instructions),
   ``rollouts`` (how attempts ended, difficulty).
 """
 

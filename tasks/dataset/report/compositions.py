@@ -15,7 +15,13 @@ execution are meant to prevent (``tasks/plan/planner.py`` uses each tool once pe
   text (``head``, ``sort`` or ``grep`` over JSON);
 - ``mixed sources joined``: a step with two or more file inputs whose sources (the seeded
   files they derive from, followed back through the steps that wrote them) are of
-  different kinds (file extensions), such as a log concatenated with a CSV.
+  different kinds (file extensions), such as a log concatenated with a CSV;
+- ``unrelated extra (fix)``: a fix task with a step that neither is a repair step nor
+  uses, directly or through other steps, what a repair step made (needs the graph).
+
+Steps whose effect a later step undoes or overwrites (a field of a record set twice) are
+rejected during execution from the probe states around each step
+(:mod:`tasks.execute.purpose`); the shards keep no such states, so no detector here.
 
 Tasks written before steps carried digests count as not measured for the two digest
 detectors.  Imports neither Prefect nor Docker.
@@ -31,10 +37,11 @@ from dataclasses import dataclass, field
 
 import duckdb
 
+from environments.ecosystems import Ecosystem, builtin_names, load_ecosystem
 from tasks.dataset.query import stream_rows
 
 DETECTORS = ("repeated tool", "identical outputs", "output equals input",
-             "JSON through a line tool", "mixed sources joined")
+             "JSON through a line tool", "mixed sources joined", "unrelated extra (fix)")
 DIGESTS = ("identical outputs", "output equals input")
 """Detectors that need ``StepTrace.digest`` (absent from older tasks)."""
 _PATH = re.compile(r"^[\w.-]+(/[\w.-]+)*\.[A-Za-z0-9]+$")
@@ -53,10 +60,27 @@ def _lines(output_type: str) -> bool:
     return output_type == "file.text" or output_type.startswith("file.text.lines")
 
 
-def findings(trace: dict, checks: list[dict]) -> set[str]:
-    """The detectors that flag one task (its trace and checks, as stored)."""
+def _unrelated_to_fix(graph: dict, repairs: int) -> bool:
+    """A step of a fix graph that is no repair step (its first ``repairs``) and uses
+    nothing a repair step made, directly or through other steps."""
+    related: set[str] = set()
+    for n, step in enumerate(graph.get("steps", [])):
+        ups = {b.get("step") for b in step.get("bind", {}).values() if b.get("kind") == "step"}
+        if n < repairs or ups & related:
+            related.add(step["id"])
+        else:
+            return True
+    return False
+
+
+def findings(trace: dict, checks: list[dict], graph: dict | None = None,
+             repairs: int = 0) -> set[str]:
+    """The detectors that flag one task (its trace and checks, as stored; a fix task's
+    graph and the number of its repair steps)."""
     steps = trace.get("steps", [])
     found: set[str] = set()
+    if graph is not None and graph.get("fault") and _unrelated_to_fix(graph, repairs):
+        found.add("unrelated extra (fix)")
     tools = [st["tool"] for st in steps]
     if len(tools) != len(set(tools)):
         found.add("repeated tool")
@@ -96,11 +120,13 @@ class Tally:
 def composition_tallies(con: duckdb.DuckDBPyConnection) -> dict[str, Tally]:
     """Per ecosystem (and ``all``), the tasks and how many each detector flags."""
     tallies: dict[str, Tally] = defaultdict(Tally)
-    for eco, trace_json, checks_json in stream_rows(
-            con, "select ecosystem, trace_json, checks_json from tasks"):
-        trace, checks = json.loads(trace_json), json.loads(checks_json)
+    ecosystems: dict[str, Ecosystem | None] = {}
+    for eco, trace_json, checks_json, graph_json in stream_rows(
+            con, "select ecosystem, trace_json, checks_json, graph_json from tasks"):
+        trace, checks, graph = json.loads(trace_json), json.loads(checks_json), \
+            json.loads(graph_json)
         has_digests = any(st.get("digest") for st in trace.get("steps", []))
-        flags = findings(trace, checks)
+        flags = findings(trace, checks, graph, _repairs(ecosystems, eco, graph.get("fault")))
         for key in (eco, "all"):
             t = tallies[key]
             t.tasks += 1
@@ -110,11 +136,26 @@ def composition_tallies(con: duckdb.DuckDBPyConnection) -> dict[str, Tally]:
     return dict(tallies)
 
 
+def _repairs(ecosystems: dict[str, Ecosystem | None], name: str, fault: str | None) -> int:
+    """How many repair steps ``fault`` of built-in ecosystem ``name`` has (0 for a build
+    task; 1, the first step, for a user's ecosystem or an unknown fault)."""
+    if not fault:
+        return 0
+    if name not in ecosystems:
+        ecosystems[name] = load_ecosystem(name) if name in builtin_names() else None
+    eco = ecosystems[name]
+    try:
+        return len(eco.spec.fault(fault).repair) if eco is not None else 1
+    except KeyError:
+        return 1
+
+
 COLUMNS = ["ecosystem", "tasks", *DETECTORS]
 NOTE = ("Accepted tasks flagged by each detector of purposeless work (a tool run twice, two "
         "outputs equal, an output equal to its input, JSON through a line tool, files of "
-        "different kinds joined); the digest detectors count only tasks whose steps carry "
-        "digests.")
+        "different kinds joined, a fix task with work unrelated to its repair); the digest "
+        "detectors count only tasks whose steps carry digests.  Steps undone or overwritten "
+        "by a later step are rejected during execution, from the probe states.")
 
 
 def composition_rows(con: duckdb.DuckDBPyConnection) -> list[list[object]]:

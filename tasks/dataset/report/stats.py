@@ -263,6 +263,13 @@ def compositions(con: duckdb.DuckDBPyConnection) -> str:
             + md_table(COLUMNS, composition_rows(con)))
 
 
+def readability(con: duckdb.DuckDBPyConnection) -> str:
+    from tasks.dataset.report import readability as counted
+
+    return (f"## Readability of instructions, per ecosystem and kind\n\n{counted.NOTE}\n\n"
+            + md_table(counted.COLUMNS, counted.readability_rows(con)))
+
+
 def depth_histogram(con: duckdb.DuckDBPyConnection) -> str:
     return _section(con, "Tasks by depth and shape", """
         pivot (select depth, shape from tasks) on shape using count(*)
@@ -307,6 +314,7 @@ SECTIONS: list[Section] = [
     observation,
     soundness,
     compositions,
+    readability,
     depth_histogram,
     instruction_diversity,
     stop_reasons,

@@ -1,0 +1,144 @@
+"""The readability counter (one function for the instruct stage, stats and the benchmark)
+and goal-level instructions rendered as short sentences."""
+
+import pytest
+
+from environments.ecosystems import load_ecosystem
+from schemas.graph import Binding, Step, WorkflowGraph
+from schemas.trace import Observation, StepTrace, Trace
+from schemas.verifier import Check
+from tasks.core.failures import StageFailure
+from tasks.instruct.instruction import render_instruction
+from tasks.rules.readability import (
+    MAX_WORDS,
+    check_readable,
+    figures,
+    nesting,
+    readability,
+    sentences,
+    words,
+)
+
+
+def test_a_code_span_is_one_word_and_sentences_split_at_their_ends():
+    text = ("Write `a very long literal with spaces. And a stop` to `out.txt`. Then stop!\n\n"
+            "- `answer.txt`: the number of lines, as a plain integer.\n"
+            "Deliver this:\n\n```\nfenced code. is. not. prose.\n```\n")
+    found = sentences(text)
+    assert [words(s) for s in found] == [4, 2, 9, 2]
+    assert readability(text).longest == 9
+
+
+def test_nesting_counts_descriptions_inside_descriptions():
+    def depth(text):
+        return nesting(sentences(text)[0])
+
+    assert depth("Save the output in the root of the repository.") == 0  # prepositions only
+    assert depth("Count the lines that contain `x` in `a.txt`.") == 0  # one description
+    assert depth("the ids of the tickets of the team led by `x` whose status is `y`") == 1
+    deep = ("Write the subject of the commit the new branch that starts at the commit the "
+            "tag on the tip of `main` points to points to.")
+    assert depth(deep) == 2
+    # clauses are counted apart
+    assert depth("Find the team led by `a`, then the ticket whose title is `b`.") == 0
+
+
+def test_a_repeated_six_word_sequence_is_found_outside_code_spans_only():
+    assert readability("Put the lines of the file here. Put the lines of the file there.") \
+        .repeated == "put the lines of the file"
+    assert readability("the lines of `a` in order and the lines of `b` in order").repeated == ""
+
+
+def test_an_unreadable_instruction_is_rejected_naming_its_sentence():
+    long = " ".join(["word"] * (MAX_WORDS + 1)) + "."
+    with pytest.raises(StageFailure) as err:
+        check_readable(f"Short one.\n\n{long}\n")
+    assert (err.value.stage, err.value.reason) == ("instruct", "unreadable")
+    assert "word word" in str(err.value) and f"{MAX_WORDS + 1} words" in str(err.value)
+    with pytest.raises(StageFailure, match="nests descriptions 2 deep.*the tag"):
+        check_readable("Name the branch that starts at the commit the tag whose message is "
+                       "`x` points to.")
+    assert check_readable("Copy `a` to `b`.").longest == 4
+
+
+def test_figures_over_a_set_of_instructions():
+    texts = ["One two three.", "One two three four five.", " ".join(["w"] * 45) + "."]
+    f = figures(texts)
+    assert (f.instructions, f.median, f.max, f.nesting) == (3, 5, 45, 0)
+    assert f.over == pytest.approx(1 / 3)
+    assert figures([]).instructions == 0
+
+
+def _step(step_id, tool, args, output=None, output_type="git.ref.branch", stdout=""):
+    return StepTrace(step_id=step_id, tool=tool, args=args, command=f"run {tool}",
+                     observation=Observation(exit_code=0, stdout=stdout, stderr="",
+                                             duration_s=0.01),
+                     output=output, output_type=output_type)
+
+
+def test_a_deep_git_workflow_reads_as_short_sentences():
+    """lookup -> annotated tag -> branch from it -> cherry-pick -> subject of its tip: the
+    issue's compiler sentence.  Each described thing is a sentence of its own."""
+    git = load_ecosystem("git")
+    step = {"kind": "step"}
+    graph = WorkflowGraph(ecosystem="git", shape="chain", steps=[
+        Step(id="s1", tool="last_commit_touching",
+             bind={"path": Binding(kind="state", value="docs/birth.md")}),
+        Step(id="s2", tool="tag_annotated", bind={
+            "ref": Binding(**step, step="s1"), "name": Binding(kind="literal", value="rc-1"),
+            "message": Binding(kind="literal", value="Release candidate")}),
+        Step(id="s3", tool="create_branch", bind={
+            "start": Binding(**step, step="s2"),
+            "name": Binding(kind="literal", value="pick/patch")}),
+        Step(id="s4", tool="tip_subject", bind={"ref": Binding(**step, step="s3")}),
+    ])
+    trace = Trace(steps=[
+        _step("s1", "last_commit_touching", {"path": "docs/birth.md"}, output="abc123",
+              output_type="git.ref.commit", stdout="abc123\n"),
+        _step("s2", "tag_annotated", {"ref": "abc123", "name": "rc-1",
+                                      "message": "Release candidate"}, output="rc-1"),
+        _step("s3", "create_branch", {"start": "rc-1", "name": "pick/patch"},
+              output="pick/patch"),
+        _step("s4", "tip_subject", {"ref": "pick/patch"}, output_type="text",
+              stdout="Add birth notes\n"),
+    ], answer="Add birth notes")
+    checks = [Check(kind="state", section="tags", key="rc-1", expected="x"),
+              Check(kind="state", section="branches", key="pick/patch", expected="x"),
+              Check(kind="answer", key="answer.txt", expected="Add birth notes")]
+    for seed in range(5):
+        instruction = render_instruction(git, graph, trace, seed=seed, checks=checks)
+        found = check_readable(instruction.text)
+        assert found.nesting <= 1 and found.longest <= 25, instruction.text
+        assert instruction.sentences[0].text.startswith("Find the ")
+        assert "a new annotated tag on that commit, with the message" in instruction.text
+
+
+def test_literals_described_alike_are_found_in_one_sentence():
+    """Three commits named by their subject lines: one sentence finds them all, each
+    named by a letter, so no 'Find the commit whose subject line is' repeats."""
+    from tasks.rules.deliverables import flow
+
+    git = load_ecosystem("git")
+    graph = WorkflowGraph(ecosystem="git", shape="chain", steps=[
+        Step(id="s1", tool="create_branch", bind={
+            "start": Binding(kind="state", value="aaa"),
+            "name": Binding(kind="literal", value="pick/patch")}),
+        Step(id="s2", tool="cherry_pick", bind={
+            "branch": Binding(kind="step", step="s1"),
+            "commit": Binding(kind="state", value="bbb")}),
+    ])
+    trace = Trace(steps=[
+        _step("s1", "create_branch", {"start": "aaa", "name": "pick/patch"},
+              output="pick/patch"),
+        _step("s2", "cherry_pick", {"branch": "pick/patch", "commit": "bbb"},
+              output="pick/patch"),
+    ])
+    described = {"aaa": "the commit whose subject line is `Add a`",
+                 "bbb": "the commit whose subject line is `Fix b`"}
+    checks = [Check(kind="state", section="branches", key="pick/patch", expected="x")]
+    assert flow(git.spec, graph, trace, checks).listed
+    instruction = render_instruction(git, graph, trace, seed=1, checks=checks,
+                                     described=described)
+    assert ("Find the commit whose subject line is `Add a` (call it commit A), and likewise "
+            "`Fix b` (commit B).") in instruction.text
+    assert readability(instruction.text).repeated == ""
