@@ -225,8 +225,6 @@ def load_ecosystem(name_or_path: str) -> Ecosystem:
         return _load(candidate.resolve())
     if name_or_path in builtin_names():
         return _load_builtin(name_or_path, placement(BUILTIN_DIR / name_or_path, BUILTIN_DIR))
-    if (BUILTIN_DIR / name_or_path / SPEC_FILE).is_file():
-        return _load(BUILTIN_DIR / name_or_path)
     raise EcosystemError(f"unknown ecosystem {name_or_path!r}: use one of "
                          f"{', '.join(builtin_names())} or a folder holding {SPEC_FILE}")
 

@@ -47,6 +47,7 @@ BOUNDARIES = {
     "flows.commands.harbor._run_checks": "check-harbor and export harbor --check: the engine",
     "tasks.plan.planner.plan_candidates": "plan: planning --n graphs",
     "tasks.dataset.dataset.Dataset.write_card": "card: matplotlib plots of the dataset",
+    "tasks.conformance.checks.seed_findings": "check-ecosystem: the ecosystem's seed runs",
 }
 """Where a case stops once its input is accepted (module.attribute -> what starts there)."""
 
@@ -203,6 +204,7 @@ def valid(words: tuple[str, ...], tmp: Path) -> list[str]:
         "run": [*data, "--ecosystem", "files", "--backend", "local"],
         "serve": [*data, "--ecosystem", "files"],
         "plan": ["--ecosystem", "files", "--n", "5"],
+        "check-ecosystem": ["files", "--backend", "local"],
         "solve": [*data, "--base-url", "http://127.0.0.1:9/v1", "--model", "m"],  # too old
         "check-harbor": [str(tmp / "harbor"), *data],  # no folders: the dataset is too old
         "vacuum": [*data, "--older-than", "7d", "--dry-run"],

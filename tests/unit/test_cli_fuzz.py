@@ -11,7 +11,7 @@ from tests.support.cli_fuzz import fuzz_subcommand, subcommands
 from tests.unit.test_cli_fuzz_reads import READERS
 
 WRITERS = [("run",), ("serve",), ("plan",), ("solve",), ("check-harbor",), ("repair",),
-           ("vacuum",), ("import", "atif")]
+           ("vacuum",), ("import", "atif"), ("check-ecosystem",)]
 
 
 @pytest.mark.parametrize("words", WRITERS, ids=" ".join)

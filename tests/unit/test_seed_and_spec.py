@@ -64,6 +64,16 @@ def test_unknown_ecosystem_lists_the_choices():
         load_ecosystem("nope")
 
 
+@pytest.mark.parametrize("name", ["x" * 300, "../ecosystems/files", "files/../sql"])
+def test_a_name_is_a_built_in_or_a_folder_never_a_path_under_the_built_ins(name, tmp_path,
+                                                                          monkeypatch):
+    """A name too long for the file system is unknown, not a traceback; a path is taken
+    relative to where the command runs, never below the built-ins' folder."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(EcosystemError, match="unknown ecosystem"):
+        load_ecosystem(name)
+
+
 def _set_probe(folder, value):
     spec = folder / "ecosystem.yaml"
     lines = [f"probe: {value}" if line.startswith("probe:") else line
