@@ -171,28 +171,19 @@ def iter_candidates(eco: Ecosystem, n: int, run_seed: int,
     faults_used: Counter[str] = Counter()
     scenarios_used: Counter[str] = Counter()
     for index in range(n):
-        dupes = 0
         fault = draw_fault(eco, index, run_seed, kinds or DEFAULT_KINDS, faults_used)
         reconstruct = draws_reconstruct(eco, index, run_seed, kinds or DEFAULT_KINDS)
         scenarios = draw_scenarios(eco, index, run_seed, fault, off_scenario, scenarios_used)
         # drawn once, so that re-plans do not favour the commoner graphs without a lookup
         lookup = random.Random(f"taskfactory:lookup:{run_seed}:{index}").random() < LOOKUP_SHARE
-        for attempt in range(MAX_REPLANS):
-            seed = candidate_seed(run_seed, index * 1000 + attempt)
-            inside = scenarios and attempt < MAX_REPLANS - OUTSIDE_REPLANS
-            scenario = scenarios[attempt % len(scenarios)] if inside else None
-            starts = False if reconstruct else lookup if inside or not scenarios else None
-            graph = plan_graph(eco, seed, depth_weights, usage, fault, scenario, starts)
-            if reconstruct:
-                graph = graph.model_copy(update={"reconstruct": True})
-                if not layout_shared(eco, graph, seed, CASES_PUBLIC + CASES_HIDDEN - 1):
-                    continue  # other seeds do not lay out what it reads: plan another
-            if graph.fingerprint() not in seen:
-                break
-            dupes += 1
+        graph, seed, dupes = _distinct(eco, run_seed, index, seen, _Draw(
+            depth_weights, usage, fault, scenarios, lookup, reconstruct))
         if fault and (not plantable(eco, seed, fault)  # no place for the defect: build
                       or graph.fingerprint() in seen):  # this fix is planned already
-            graph = plan_graph(eco, seed, depth_weights, usage, None, graph.scenario, lookup)
+            kept = [graph.scenario] if graph.scenario else []
+            graph, seed, more = _distinct(eco, run_seed, index, seen, _Draw(
+                depth_weights, usage, None, kept, lookup, reconstruct))
+            dupes += more
         seen.add(graph.fingerprint())
         usage.update(s.tool for s in graph.steps)
         faults_used.update([graph.fault] if graph.fault else [])
@@ -200,6 +191,42 @@ def iter_candidates(eco: Ecosystem, n: int, run_seed: int,
         cid = hashlib.sha256(f"{eco.digest}:{seed}:{graph.model_dump_json()}".encode())
         yield Candidate(candidate_id=cid.hexdigest()[:16], index=index, ecosystem=eco.name,
                         seed=seed, graph=graph), dupes
+
+
+@dataclass(frozen=True)
+class _Draw:
+    """What one candidate drew before its graph is planned."""
+
+    depth_weights: dict[int, float] | None
+    usage: Counter[str]
+    fault: str | None
+    scenarios: list[str]
+    lookup: bool
+    reconstruct: bool
+
+
+def _distinct(eco: Ecosystem, run_seed: int, index: int, seen: set[str], draw: _Draw
+              ) -> tuple[WorkflowGraph, int, int]:
+    """The candidate's graph, its seed and the duplicates re-planned before it: up to
+    :data:`MAX_REPLANS` seeds, round the scenarios, the last :data:`OUTSIDE_REPLANS`
+    outside any; the last one planned when every one repeats a fingerprint of ``seen``."""
+    dupes = 0
+    scenarios = draw.scenarios
+    for attempt in range(MAX_REPLANS):
+        seed = candidate_seed(run_seed, index * 1000 + attempt)
+        inside = scenarios and attempt < MAX_REPLANS - OUTSIDE_REPLANS
+        scenario = scenarios[attempt % len(scenarios)] if inside else None
+        starts = False if draw.reconstruct else draw.lookup if inside or not scenarios else None
+        graph = plan_graph(eco, seed, draw.depth_weights, draw.usage, draw.fault, scenario,
+                           starts)
+        if draw.reconstruct:
+            graph = graph.model_copy(update={"reconstruct": True})
+            if not layout_shared(eco, graph, seed, CASES_PUBLIC + CASES_HIDDEN - 1):
+                continue  # other seeds do not lay out what it reads: plan another
+        if graph.fingerprint() not in seen:
+            break
+        dupes += 1
+    return graph, seed, dupes
 
 
 def plan_candidates(eco: Ecosystem, n: int, run_seed: int,

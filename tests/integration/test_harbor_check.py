@@ -291,7 +291,7 @@ def test_no_hidden_case_byte_is_in_a_reconstruct_folder_but_its_tests_or_in_its_
                 for data in _unpacked(path):
                     assert not [line for line in hidden if line in data], path
             image = f"taskfactory/harbor-check:leak-{task.task_id}-{RUN}"
-            build_image(client, folder, image, 900, RUN)
+            build_image(client, folder / "environment", image, 900, RUN)
             with TaskContainer(client, image, cpus=1, memory_mb=1024, run=RUN) as box:
                 box.put("/tmp", {"hidden.txt": (b"\n".join(hidden) + b"\n", 0o644)})
                 found = box.exec("grep -rlF -f /tmp/hidden.txt / --exclude-dir=proc "

@@ -116,7 +116,7 @@ def test_each_attack_alone_scores_0_in_check_harbor(outcomes, kind, engine, tmp_
     task, folder = export_task(outcomes[kind], tmp_path)
     image = f"taskfactory/harbor-check:{task.row.task_id}-{RUN}"
     host = ContainerHost(engine, image, folder, task, RUN)
-    build_image(engine, folder, image, host.cfg.build_timeout, RUN)
+    build_image(engine, folder / "environment", image, host.cfg.build_timeout, RUN)
     controlled = task.controlled
     for attack in attacks_for(controlled):
         with host.start():
@@ -191,7 +191,7 @@ def test_a_reconstruct_program_cannot_read_the_verifier_or_keep_a_process(outcom
     task, folder = export_task(outcomes["reconstruct-files"], tmp_path)
     image = f"taskfactory/harbor-check:{task.row.task_id}-{RUN}"
     host = ContainerHost(engine, image, folder, task, RUN)
-    build_image(engine, folder, image, host.cfg.build_timeout, RUN)
+    build_image(engine, folder / "environment", image, host.cfg.build_timeout, RUN)
     spy = "\n".join([
         "#!/usr/bin/env bash",
         "{ id -u; cat /tests/verify.py >/dev/null 2>&1 && echo read-tests || echo no-tests;",
