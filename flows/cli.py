@@ -95,15 +95,21 @@ def _settings(args: argparse.Namespace):
     if len(set(names)) != len(names):
         raise UsageError(f"two ecosystems share a name ({', '.join(names)}); rename one in its "
                          "ecosystem.yaml")
-    _check_mix(settings, ecos)
-    for eco in ecos:
-        if not eco.spec.discovery:
-            print(f"warning: ecosystem {eco.name} declares no discovery: its trajectories "
-                  "inspect nothing before they act (add `discovery:` to its ecosystem.yaml, "
-                  "see docs/ecosystem-reference.md)", file=sys.stderr)
+    notes = _check_mix(settings, ecos)
+    notes += [f"warning: ecosystem {eco.name} declares no discovery: its trajectories inspect "
+              "nothing before they act (add `discovery:` to its ecosystem.yaml, see "
+              "docs/ecosystem-reference.md)" for eco in ecos if not eco.spec.discovery]
     check_writable(args.data, "the dataset to --data")  # StorageError: one line, nothing created
     Dataset(args.data).manifest()  # a newer or unreadable dataset: one line, exit 2
+    _tell(notes)
     return settings
+
+
+def _tell(notes: list[str]) -> None:
+    """Notes and warnings on stderr, once nothing can refuse the command any more (a
+    refused command prints its one error line only)."""
+    for note in notes:
+        print(note, file=sys.stderr)
 
 
 def _depth_weights(args: argparse.Namespace) -> dict[int, float] | None:
@@ -138,18 +144,20 @@ def _mix(args: argparse.Namespace) -> dict:
     return {"kinds": kinds, "where_possible": where_possible}
 
 
-def _check_mix(settings, ecos: list) -> None:  # noqa: ANN001
+def _check_mix(settings, ecos: list) -> list[str]:  # noqa: ANN001
     """No silent downgrade: a kind or property asked of an ecosystem that cannot give it is
-    one line naming what to add (UsageError); one asked where possible is a note."""
+    one line naming what to add (UsageError); one asked where possible is a note, returned
+    for :func:`_tell`."""
     from tasks.plan.mix import downgraded, unavailable
 
+    notes = []
     for eco in ecos:
         gaps = unavailable(eco, settings.kinds, settings.where_possible,
                            getattr(settings, "require_observation", False))
         if gaps:
             raise UsageError(gaps[0])
-        for note in downgraded(eco, settings.kinds):
-            print(f"note: {note}", file=sys.stderr)
+        notes += [f"note: {note}" for note in downgraded(eco, settings.kinds)]
+    return notes
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -301,13 +309,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
                           ecosystems=[args.ecosystem], depth_weights=_depth_weights(args),
                           **_mix(args), off_scenario=args.off_scenario)
     eco = _ecosystem(args.ecosystem)
-    _check_mix(settings, [eco])
+    notes = _check_mix(settings, [eco])
     try:
         candidates, stats = plan_candidates(eco, settings.tasks, settings.seed,
                                             settings.depth_weights, settings.kinds,
                                             settings.off_scenario)
     except (PlanningError, UserCodeError) as exc:
         raise UsageError(str(exc)) from None
+    _tell(notes)
     report = diversity(eco, candidates, stats.duplicates_replanned, settings.depth_weights)
     print(report.model_dump_json(indent=2) if args.format == "json" else format_report(report))
     return 0

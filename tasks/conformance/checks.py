@@ -141,8 +141,14 @@ def _vandal_findings(exercise: Exercise) -> list[Finding]:
         for key in sorted(state.get(name, {}))[:1]:
             for command in section.vandal:
                 exercise.realize(seed)
-                sandbox.exec(shell_argv(render_shell(command, {"key": key})), timeout=30)
+                done = sandbox.exec(shell_argv(render_shell(command, {"key": key})),
+                                    timeout=30)
                 tried += 1
+                if not done.ok:
+                    return [Finding("probe strictness", False, f"section {name}: `{command}` "
+                                    f"fails on {key!r} (exit {done.exit_code}: "
+                                    f"{done.stderr.strip()[-120:]})",
+                                    "10-shared-and-scratch-sections")]
                 if probe(sandbox, eco).get(name, {}) == state[name]:
                     return [Finding("probe strictness", False, f"section {name}: the probe "
                                     f"does not see `{command}` change {key!r}",

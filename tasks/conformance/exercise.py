@@ -16,12 +16,14 @@ from typing import Any
 from environments.ecosystems import Ecosystem
 from environments.ecosystems.usercode import UserCodeError
 from environments.sandbox import Sandbox, Snapshot
+from schemas.ecosystem import ProbeSection
 from schemas.graph import Binding, Candidate, WorkflowGraph
 from tasks.core.commands import render_shell, shell_argv
 from tasks.core.failures import StageFailure
 from tasks.execute.realize import probe, realize
 from tasks.execute.steps import run_step
 from tasks.plan.planner import iter_candidates
+from tasks.verify.comparisons import COMPARE
 
 MAX_CANDIDATES = 300
 """Candidates planned, at most, to find ones that use each tool (planning is cheap: only
@@ -195,11 +197,27 @@ class Exercise:
             elif tool.effect == "read" and result.stdout.strip() != stdout.strip():
                 run.differing[alternative] = f"prints {result.stdout.strip()[:80]!r}, the " \
                     f"command {stdout.strip()[:80]!r}"
-            elif tool.effect == "write" and (diff := _changed(after, probe(self.sandbox,
-                                                                          self.eco))):
+            elif tool.effect == "write" and (diff := self._unequal(
+                    after, probe(self.sandbox, self.eco), args.get(tool.returns.from_param or "",
+                                                                   ""), tool.returns.compare)):
                 run.differing[alternative] = f"leaves other state in {sorted(diff)}: " \
                     f"{sorted(k for keys in diff.values() for k in keys)[:3]}"
         self.sandbox.restore(end)
+
+    def _unequal(self, want: dict[str, Any], got: dict[str, Any], output: str,
+                 compare: str | None) -> dict[str, set[str]]:
+        """The probe entries where ``got`` differs from ``want``, the way a verifier compares
+        them: the tool's ``output`` entry under the tool's ``compare`` (else its section's),
+        every other entry exactly."""
+        diff = _changed(want, got)
+        for section, keys in list(diff.items()):
+            mode = compare or self.eco.spec.probe_sections.get(section, ProbeSection()).compare
+            if output in keys and output in want.get(section, {}) and output in got.get(
+                    section, {}) and COMPARE[mode](got[section][output], want[section][output]):
+                keys.discard(output)
+            if not keys:
+                del diff[section]
+        return diff
 
     def _source(self, of: Binding | None, outputs: dict[str, object],
                 before: dict[str, Any]) -> bytes | dict[str, Any]:

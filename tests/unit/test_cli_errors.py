@@ -114,17 +114,28 @@ def test_plan_reports_diversity_without_running_anything():
     assert sum(report["depth_histogram"].values()) == 200
 
 
-def test_run_warns_about_an_ecosystem_without_discovery(tmp_path):
-    """The fixture declares no discovery and no fault injectors: the run says both before
-    it starts (the default mix asks for fix tasks where possible; here it then stops at
-    an unwritable --data, so nothing runs)."""
+def test_run_warns_about_an_ecosystem_without_discovery(tmp_path, capsys):
+    """The fixture declares no discovery and no fault injectors: a run that will start says
+    both (the default mix asks for fix tasks where possible); a run refused (an unwritable
+    --data) prints its one error line only, and so does plan."""
+    from flows.cli import _settings, build_parser
+
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     proc = run_cli("run", "--ecosystem", INVENTORY, "--data", str(blocker / "data"))
-    note, warning, error = proc.stderr.strip().splitlines()
+    (error,) = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and "cannot write the dataset" in error
+
+    args = build_parser().parse_args(["run", "--ecosystem", str(INVENTORY),
+                                      "--data", str(tmp_path / "data")])
+    _settings(args)
+    note, warning = capsys.readouterr().err.strip().splitlines()
     assert note.startswith("note: ecosystem inventory has no fault injectors")
     assert warning.startswith("warning: ecosystem inventory declares no discovery")
-    assert proc.returncode == 2 and "cannot write the dataset" in error
+
+    proc = run_cli("plan", "--ecosystem", INVENTORY, "--n", "3")
+    assert proc.returncode == 0
+    assert proc.stderr.startswith("note: ecosystem inventory has no fault injectors")
 
 
 def test_malformed_spec_through_the_cli(tmp_path):
