@@ -156,7 +156,7 @@ def check_items_preserved(items: Sequence[DescribedStep], required: Required,
     missing from that line and from the ``context`` paragraph."""
     shared = set(code_spans(context))
     for item in items:
-        line = shared | set(code_spans(f"{item.target} {item.text}"))
+        line = shared | set(code_spans(item.target)) | set(code_spans(item.text))
         texts = item.own
         for k, i in enumerate(item.described):
             # a composed line: each step's literals also in its own words, not only in a
