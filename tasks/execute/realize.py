@@ -69,14 +69,19 @@ def service_start_command(svc: ServiceSpec, own_user: bool = True) -> str:
 
     Start and wait happen in one command: the sandbox kills what an exec leaves in its
     process group when it returns, so the server must have left the group (setsid) by then.
-    The Harbor export's entrypoint runs the same command."""
+    The Harbor export's entrypoint runs the same command.  With ``own_user``, a server of
+    that user still running (the state realized again in the same sandbox) is stopped
+    first: otherwise the new one cannot listen, and the old one would pass the readiness
+    check."""
     polls = max(1, int(svc.ready_timeout_s / 0.1))
     start, opened = f"bash -c {shlex.quote(svc.start)}", ""
     if own_user:
         uid, gid = svc.user.split(":")
         start = f"setpriv --reuid={uid} --regid={gid} --clear-groups --no-new-privs {start}"
+        opened = (f"pkill -KILL -u {uid}; while pgrep -u {uid} >/dev/null; do sleep 0.02; "
+                  "done; ")
         if svc.writes:
-            opened = f"chmod 0777 -- {' '.join(map(shlex.quote, svc.writes))} && "
+            opened += f"chmod 0777 -- {' '.join(map(shlex.quote, svc.writes))} && "
     return (f"{opened}setsid nohup {start} >/tmp/service.log 2>&1 </dev/null &"
             f" for _ in $(seq {polls}); do ({svc.ready}) >/dev/null 2>&1 && exit 0; "
             "sleep 0.1; done; cat /tmp/service.log >&2; exit 1")
