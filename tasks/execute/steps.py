@@ -109,8 +109,9 @@ def _check_not_degenerate(sandbox: Sandbox, tool: ToolSpec, output: object) -> N
         raise StageFailure("execute", "degenerate", f"{tool.name} returned {output!r}")
 
 
-def _resolve(step: Step, tool: ToolSpec, candidate: Candidate, sandbox: Sandbox, eco: Ecosystem,
+def _resolve(step: Step, candidate: Candidate, sandbox: Sandbox, eco: Ecosystem,
              outputs: dict[str, object], state: dict | None = None) -> dict[str, str]:
+    tool = eco.spec.tool(step.tool)
     args: dict[str, str] = {}
     for p in tool.params:
         b = step.bind[p.name]
@@ -168,7 +169,7 @@ def run_step(sandbox: Sandbox, eco: Ecosystem, candidate: Candidate, step: Step,
     fails."""
     done, shown, state = known.done, known.shown, known.state
     tool = eco.spec.tool(step.tool)
-    args = _resolve(step, tool, candidate, sandbox, eco, outputs, state)
+    args = _resolve(step, candidate, sandbox, eco, outputs, state)
     found = [] if done is None else run_discoveries(sandbox, eco, tool, args, done)
     command = render_command(tool, args)
     result = sandbox.exec(shell_argv(command), timeout=tool.timeout_s)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Protocol
 
 from environments.ecosystems import Ecosystem
 from environments.ecosystems.usercode import UserCodeError
@@ -63,14 +64,25 @@ def describable(eco: Ecosystem, graph: WorkflowGraph, trace: Trace
     return list(found.items())
 
 
-def describe(sandbox: Sandbox, initial: Snapshot, eco: Ecosystem, graph: WorkflowGraph,
-             trace: Trace, state: dict, seed: int) -> dict[str, Description]:
+class Live(Protocol):
+    """A sandbox and the snapshot of the task's initial state
+    (:class:`tasks.execute.realize.LiveEnvironment` is one)."""
+
+    @property
+    def sandbox(self) -> Sandbox: ...
+    @property
+    def initial(self) -> Snapshot: ...
+
+
+def describe(env: Live, eco: Ecosystem, graph: WorkflowGraph, trace: Trace, state: dict,
+             seed: int) -> dict[str, Description]:
     """The kept descriptions of ``trace``'s literals (see the module docstring); leaves
-    the sandbox in the ``initial`` state when it ran anything."""
+    ``env``'s sandbox in the initial state when it ran anything."""
     todo = describable(eco, graph, trace)
     if not todo:
         return {}
-    sandbox.restore(initial)
+    sandbox = env.sandbox
+    sandbox.restore(env.initial)
     kept: dict[str, Description] = {}
     for literal, d in todo:
         try:

@@ -23,6 +23,6 @@ class Describe:
         ctx.descriptions = {}
         if ctx.settings.instruction_style != "goal":
             return
-        ctx.descriptions = describe(ctx.env.sandbox, ctx.env.initial, ctx.eco, ctx.graph,
-                                    ctx.trace, ctx.before, ctx.candidate.seed)
+        ctx.descriptions = describe(ctx.env, ctx.eco, ctx.graph, ctx.trace, ctx.before,
+                                    ctx.candidate.seed)
         ctx.trace = with_resolutions(ctx.trace, ctx.descriptions)

@@ -143,10 +143,10 @@ def _crowded(root: Path, folders: tuple[str, ...]) -> list[str]:
             if n > MAX_MODULES_PER_FOLDER]
 
 
-def test_no_package_folder_holds_more_than_fifteen_modules():
-    """A folder of the importable source is cut into sub-packages by role before it
-    grows past fifteen modules."""
-    assert _crowded(ROOT, PACKAGES) == []
+def test_no_source_folder_holds_more_than_fifteen_modules():
+    """A folder of the source (the packages, scripts, benchmarks, deployments) is cut into
+    sub-folders by role before it grows past fifteen modules."""
+    assert _crowded(ROOT, SOURCE) == []
 
 
 def test_the_folder_check_counts_a_sixteenth_module(tmp_path):

@@ -19,7 +19,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from schemas.records import TaskRow  # noqa: E402
 from tasks.exports.harbor.export import ExportOptions, render_folder, write_folder  # noqa: E402

@@ -1,6 +1,6 @@
 """Variants of exported tasks' solutions, scored by Harbor's own runner.
 
-    .venv/bin/python benchmarks/harbor_variants.py --data DATA [--n 16]
+    .venv/bin/python benchmarks/harbor/harbor_variants.py --data DATA [--n 16]
         [--variants attacks|shared] [--folders DIR] [--concurrency 4]
         [--harbor PATH]   (or TASKFACTORY_HARBOR=PATH)
 
@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from harbor_tools import find_harbor, folders_of, harbor_job, parser  # noqa: E402
 

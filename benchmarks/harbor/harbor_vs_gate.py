@@ -1,6 +1,6 @@
 """Validating exported tasks: taskfactory's own gate versus Harbor's runner, side by side.
 
-    .venv/bin/python benchmarks/harbor_vs_gate.py --data DATA [--n 24] [--repeat 3]
+    .venv/bin/python benchmarks/harbor/harbor_vs_gate.py --data DATA [--n 24] [--repeat 3]
         [--concurrency 4] [--harbor PATH]      (or TASKFACTORY_HARBOR=PATH)
 
 The same ``--n`` tasks (spread over the ecosystems) are exported once, then validated

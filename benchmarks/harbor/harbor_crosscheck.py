@@ -1,6 +1,6 @@
 """Exported tasks against the real Harbor: ``harbor lint`` and ``harbor run -a oracle|nop``.
 
-    .venv/bin/python benchmarks/harbor_crosscheck.py --data DATA [--n 40 | --all]
+    .venv/bin/python benchmarks/harbor/harbor_crosscheck.py --data DATA [--n 40 | --all]
         [--concurrency 4] [--harbor PATH]      (or TASKFACTORY_HARBOR=PATH)
         [--folders DIR]                         (already exported folders of DATA)
 

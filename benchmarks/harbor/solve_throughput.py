@@ -1,6 +1,6 @@
 """Rollouts per minute of ``taskfactory solve`` with a scripted replay agent.
 
-    .venv/bin/python benchmarks/solve_throughput.py --data DATA [--k 4] [--workers 4]
+    .venv/bin/python benchmarks/harbor/solve_throughput.py --data DATA [--k 4] [--workers 4]
         [--repeat 3] [--where SQL] [--harbor PATH [--harbor-concurrency 2]]
 
 The agent is a real OpenAI-compatible HTTP server in this process (the test suite's
@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from harbor_tools import export, find_harbor, harbor_job  # noqa: E402
