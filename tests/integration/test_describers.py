@@ -44,7 +44,7 @@ def _described(eco, candidate=None):
     opener = sandbox_opener(eco, DockerConfig(), RUN, candidate)
     with LiveEnvironment(eco, candidate.seed, opener) as env:
         trace, graph = execute_graph(env, eco, candidate, max_repairs=0)
-        found = describe(env.sandbox, env.initial, eco, graph, trace, env.before,
+        found = describe(env, eco, graph, trace, env.before,
                          candidate.seed)
         return found, trace, graph, env.before
 
