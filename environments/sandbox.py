@@ -21,7 +21,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Self
+from typing import Protocol, Self
 
 from pydantic import BaseModel, ConfigDict
 
@@ -242,6 +242,16 @@ class Sandbox(_ClosesOnExit, abc.ABC):
     def _release(self) -> None:
         """Free what the sandbox holds (its container, its folder, its processes); called
         once, by ``close``, after ``closed`` became True."""
+
+
+class Initial(Protocol):
+    """A sandbox and the snapshot of the initial state that work on it starts from (the
+    gate's controls, the describers; ``tasks.execute.realize.LiveEnvironment`` is one)."""
+
+    @property
+    def sandbox(self) -> Sandbox: ...
+    @property
+    def initial(self) -> Snapshot: ...
 
 
 class SandboxProvider(_ClosesOnExit, abc.ABC):

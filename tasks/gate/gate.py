@@ -22,10 +22,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Protocol
 
 from environments.ecosystems import Ecosystem
-from environments.sandbox import Sandbox, Snapshot
+from environments.sandbox import Initial, Sandbox, Snapshot
 from schemas.trace import Trace
 from schemas.verifier import Check, GateResult
 from tasks.core.failures import StageFailure
@@ -62,16 +61,6 @@ def run_solution(sandbox: Sandbox, script: str) -> Solved:
     done = sandbox.exec(["bash", "-s"], stdin=script.encode(), timeout=SOLUTION_TIMEOUT_S,
                         env={"TASKFACTORY_WORKDIR": sandbox.workdir})
     return Solved(done.exit_code, done.stderr[-4000:])
-
-
-class Initial(Protocol):
-    """A sandbox and the snapshot of the initial state its controls start from
-    (:class:`tasks.execute.realize.LiveEnvironment` is one)."""
-
-    @property
-    def sandbox(self) -> Sandbox: ...
-    @property
-    def initial(self) -> Snapshot: ...
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Protocol
 
 from environments.ecosystems import Ecosystem
 from environments.ecosystems.usercode import UserCodeError
-from environments.sandbox import Sandbox, Snapshot
+from environments.sandbox import Initial
 from schemas.ecosystem import Describer, type_satisfies
 from schemas.graph import WorkflowGraph
 from schemas.trace import DiscoveryTrace, Observation, Trace
@@ -64,17 +63,7 @@ def describable(eco: Ecosystem, graph: WorkflowGraph, trace: Trace
     return list(found.items())
 
 
-class Live(Protocol):
-    """A sandbox and the snapshot of the task's initial state
-    (:class:`tasks.execute.realize.LiveEnvironment` is one)."""
-
-    @property
-    def sandbox(self) -> Sandbox: ...
-    @property
-    def initial(self) -> Snapshot: ...
-
-
-def describe(env: Live, eco: Ecosystem, graph: WorkflowGraph, trace: Trace, state: dict,
+def describe(env: Initial, eco: Ecosystem, graph: WorkflowGraph, trace: Trace, state: dict,
              seed: int) -> dict[str, Description]:
     """The kept descriptions of ``trace``'s literals (see the module docstring); leaves
     ``env``'s sandbox in the initial state when it ran anything."""
