@@ -14,11 +14,13 @@ per-candidate time split by phase read back from the ``attempts`` table.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import statistics
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -28,6 +30,18 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 from flows.factory import run_factory  # noqa: E402
 from flows.settings import RunSettings  # noqa: E402
 from tasks.dataset.query import run_query  # noqa: E402
+from tasks.gate.gate import TIMING  # noqa: E402
+
+
+class ControlTimes(logging.Handler):
+    """Collects the gate's per-control timing records (``tasks.gate.gate.TIMING``)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.ms: dict[str, list[float]] = defaultdict(list)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.ms[record.control].append(record.ms)  # type: ignore[attr-defined]
 
 PHASES = ["sandbox_s", "execute_s", "gate_s", "render_s"]
 LABELS = {"sandbox_s": "sandbox start + seed", "execute_s": "execution + probes",
@@ -35,11 +49,17 @@ LABELS = {"sandbox_s": "sandbox start + seed", "execute_s": "execution + probes"
           "write_s": "writing shards", "overhead_s": "orchestration + idle"}
 
 
-def one_run(tasks: int, seed: int, backend: str, workers: int) -> dict[str, float]:
+def one_run(tasks: int, seed: int, backend: str, workers: int) -> dict:
+    times = ControlTimes()
+    TIMING.addHandler(times)
+    TIMING.setLevel(logging.DEBUG)
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        summary = run_factory(RunSettings(tasks=tasks, seed=seed, data=Path(tmp),
-                                          backend=backend, workers=workers))
+        try:
+            summary = run_factory(RunSettings(tasks=tasks, seed=seed, data=Path(tmp),
+                                              backend=backend, workers=workers))
+        finally:
+            TIMING.removeHandler(times)
         wall = time.perf_counter() - t0
         sums = ", ".join(f"sum({p})" for p in PHASES)
         _, rows = run_query(Path(tmp), f"select {sums}, sum(total_s), sum(sandboxes) "
@@ -48,10 +68,11 @@ def one_run(tasks: int, seed: int, backend: str, workers: int) -> dict[str, floa
     busy = rows[0][4] + summary.write_s
     return {"wall_s": wall, "accepted": summary.accepted, "candidates": summary.candidates,
             "per_min": summary.accepted / wall * 60, "write_s": summary.write_s,
-            "overhead_s": max(0.0, wall * workers - busy), "sandboxes": rows[0][5], **phase}
+            "overhead_s": max(0.0, wall * workers - busy), "sandboxes": rows[0][5],
+            "controls": dict(times.ms), **phase}
 
 
-def report_split(run: dict[str, float], workers: int) -> None:
+def report_split(run: dict, workers: int) -> None:
     print(f"time split of the median run at {workers} workers (candidate-seconds summed over "
           "worker slots; orchestration + idle = wall x workers - time inside candidates):")
     total = sum(run[p] for p in LABELS)
@@ -62,6 +83,14 @@ def report_split(run: dict[str, float], workers: int) -> None:
           f"sandboxes per candidate: {run['sandboxes'] / run['candidates']:.2f} "
           "(one for execution and the gate; repaired traces: + the gate's fresh one "
           "and rebuilds for added packages)")
+    controls = run["controls"]
+    total_ms = sum(sum(v) for v in controls.values())
+    print("the gate per control (ms per candidate: summed over the run / candidates; share of "
+          "the time inside controls; runs, and median ms per run):")
+    for name, ms in sorted(controls.items(), key=lambda kv: -sum(kv[1])):
+        print(f"  {name:<12} {sum(ms) / run['candidates']:7.1f} ms/candidate  "
+              f"{100 * sum(ms) / max(total_ms, 1e-9):5.1f}%  {len(ms):5d} runs  "
+              f"{statistics.median(ms):6.1f} ms/run")
 
 
 def main() -> None:
@@ -75,7 +104,7 @@ def main() -> None:
     print(f"warm-up run (starts Prefect), then {args.repeat} rounds of {args.tasks} candidates "
           f"on {args.backend} with {counts} workers")
     one_run(min(args.tasks, 8), 999, args.backend, counts[0])
-    runs: dict[int, list[dict[str, float]]] = {w: [] for w in counts}
+    runs: dict[int, list[dict]] = {w: [] for w in counts}
     for seed in range(1, args.repeat + 1):
         for w in counts:
             r = one_run(args.tasks, seed, args.backend, w)

@@ -21,8 +21,11 @@ import os
 import sys
 import threading
 
-PRELOADED = ("argparse", "collections", "contextlib", "csv", "hashlib", "io", "json",
-             "sqlite3", "subprocess", "traceback", "types")
+PRELOADED = ("argparse", "base64", "collections", "contextlib", "csv", "errno", "hashlib",
+             "io", "json", "re", "resource", "select", "shutil", "signal", "sqlite3", "stat",
+             "subprocess", "tempfile", "time", "traceback", "types")
+"""Every standard module a rendered verifier, its seal and a built-in probe import (a test
+keeps it so): imported in a fork, each would cost the child its import every run."""
 COMPILED_KEPT = 32
 """Scripts whose compiled code the runner keeps: a task's verifier and its ecosystem's
 probe run a dozen times each, and compiling a verifier costs a few ms every time."""

@@ -19,6 +19,8 @@ script is the reference's, which is not run twice: its reward is the reference's
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -37,6 +39,9 @@ from tasks.reconstruct.cases import Case, reconstruct_verifier_timeout
 from tasks.reconstruct.examples import example_files, hidden_leaks, write_examples
 from tasks.verify.verifier import VERIFIER_TIMEOUT_S, run_verifier
 
+TIMING = logging.getLogger("tasks.gate.timing")
+"""One DEBUG record per control run (and per determinism replay), its ``control`` name and
+``ms`` as attributes: where the gate's time goes (``benchmarks/throughput.py`` reads them)."""
 SOLUTION_TIMEOUT_S = 120.0
 REPLAY_BEFORE = "reference"
 """The determinism replay runs before this control (after the untouched state scored)."""
@@ -143,9 +148,10 @@ def run_gate(env: LiveEnvironment, eco: Ecosystem, gated: Gated, traced_after: d
         apart=env.sandbox.agent_user is not None)
     def replayed(control: Control) -> None:
         if control.name == REPLAY_BEFORE:
-            replay(env.sandbox, eco, env.initial, trace.steps, stage="validate")
-            _same_state(eco, probe(env.sandbox, eco), traced_after,
-                        "a second execution ends elsewhere", trace)
+            with _timed("replay"):
+                replay(env.sandbox, eco, env.initial, trace.steps, stage="validate")
+                _same_state(eco, probe(env.sandbox, eco), traced_after,
+                            "a second execution ends elsewhere", trace)
 
     return gate_result(run_controls(SandboxHost(env, gated.solution_sh, gated.verifier_py),
                                     task, replayed))
@@ -158,11 +164,22 @@ def run_controls(host: SandboxHost, task: ControlTask,
     scores: dict[str, Score] = {}
     for control in controls_for(task):
         before(control)
-        trial = run_control(host, control, task)
+        with _timed(control.name):
+            trial = run_control(host, control, task)
         if not trial.ok:
             raise trial.failure()
         scores[control.name] = trial.score
     return scores
+
+
+@contextmanager
+def _timed(name: str) -> Iterator[None]:
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        ms = (time.perf_counter() - start) * 1000
+        TIMING.debug("%s took %.1f ms", name, ms, extra={"control": name, "ms": ms})
 
 
 def run_reconstruct_gate(sandbox: Sandbox, eco: Ecosystem, gated: Gated,

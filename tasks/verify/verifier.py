@@ -190,16 +190,44 @@ def verifier_argv(sandbox: Sandbox, answers: list[str] | None = None) -> list[st
     return argv + (["--answers", json.dumps(answers)] if answers is not None else [])
 
 
+ENTRY = 'if __name__ == "__main__":\n    sys.exit(main())\n'
+"""How every rendered verifier ends: its entry point."""
+AUDIT_MARK = "AUDIT "
+
+
+def audited_entry(verifier_py: str, agent_user: str, logs: str) -> str | None:
+    """``verifier_py`` whose entry point, once ``main()`` has returned, also prints the
+    audit's line (after :data:`AUDIT_MARK`) from the same process, with the factory's own
+    seal functions defined only then (a verifier's copy of them is not trusted to judge
+    it): the checks and every line of the verifier run unchanged, and the audit reads the
+    state the verifier leaves as a separate run after it would (its children are gone by
+    then; what else could still write the reward is what the audit looks for).  None when
+    the text does not end with :data:`ENTRY`."""
+    if not verifier_py.endswith(ENTRY):
+        return None
+    uid = int(agent_user.partition(":")[0])
+    return (verifier_py.removesuffix(ENTRY) + "_code = main()\nsys.stdout.flush()\n" + _SEAL
+            + f"print({AUDIT_MARK!r} + json.dumps({{'reward': reward_of({logs!r}), "
+            f"'exposed': exposures({uid}, {logs!r})}}))\nsys.exit(_code)\n")
+
+
 def run_verifier(sandbox: Sandbox, verifier_py: str,
                  answers: list[str] | None = None,
                  timeout: float = VERIFIER_TIMEOUT_S) -> VerifierResult:
     """Run the rendered verifier as :func:`verifier_argv` says and read its result: with a
     logs folder, the reward as Harbor reads it — from ``reward.json`` once the verifier has
-    exited, whatever wrote it — else its summary line; with ``answers``, the best of the
-    trials where each replaces the answer file."""
-    result = sandbox.exec(verifier_argv(sandbox, answers), stdin=verifier_py.encode(),
+    exited, whatever wrote it (:func:`audited_entry`'s audit in the same run, or a run of
+    :data:`AUDIT` after it when that printed none: the verifier was killed) — else its
+    summary line; with ``answers``, the best of the trials where each replaces the answer
+    file."""
+    apart = sandbox.agent_user is not None and bool(sandbox.logs_dir)
+    script = (audited_entry(verifier_py, sandbox.agent_user or "", sandbox.logs_dir or "")
+              if apart else None) or verifier_py
+    result = sandbox.exec(verifier_argv(sandbox, answers), stdin=script.encode(),
                           timeout=timeout, privileged=True)
     lines = result.stdout.strip().splitlines()
+    audit = lines.pop()[len(AUDIT_MARK):] if lines and lines[-1].startswith(AUDIT_MARK) \
+        else None
     marked = check_lines(result.stderr)
     failed = tuple(line.split()[2] for line in marked
                    if line.startswith("FAIL ") and len(line.split()) > 2)
@@ -212,8 +240,10 @@ def run_verifier(sandbox: Sandbox, verifier_py: str,
         raise StageFailure("validate", "environment",
                            f"verifier printed no summary (exit {result.exit_code}): "
                            f"{result.stderr.strip()[-200:]}") from None
-    if sandbox.agent_user is not None and sandbox.logs_dir:
-        summary = summary.model_copy(update={"reward": _audited_reward(sandbox)})
+    if apart:
+        reward = _audit_result(audit, result.exit_code, result.stderr) if audit is not None \
+            else _audited_reward(sandbox)
+        summary = summary.model_copy(update={"reward": reward})
     return summary.model_copy(update={"failed": failed, "lines": marked})
 
 
@@ -233,9 +263,15 @@ def _audited_reward(sandbox: Sandbox) -> float:
     assert sandbox.agent_user is not None and sandbox.logs_dir
     done = sandbox.exec(["python3", "-", sandbox.agent_user, sandbox.logs_dir],
                         stdin=AUDIT.encode(), timeout=60, privileged=True)
+    lines = done.stdout.strip().splitlines()
+    return _audit_result(lines[-1] if lines else "", done.exit_code, done.stderr)
+
+
+def _audit_result(line: str, exit_code: int, stderr: str) -> float:
+    """The audited reward from an audit's JSON ``line`` (StageFailure when it is none)."""
     try:
-        found = json.loads(done.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
+        found = json.loads(line)
+        return audited(found["reward"], found["exposed"])
+    except (ValueError, KeyError, TypeError):
         raise StageFailure("validate", "environment", "the reward audit printed nothing "
-                           f"(exit {done.exit_code}): {done.stderr.strip()[-200:]}") from None
-    return audited(found["reward"], found["exposed"])
+                           f"(exit {exit_code}): {stderr.strip()[-200:]}") from None

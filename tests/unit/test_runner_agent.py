@@ -348,3 +348,30 @@ def test_the_runner_compiles_a_script_once_while_it_is_among_the_recent_ones():
         pyfork._code(f"print({n})\n".encode())
     assert pyfork._code(verifier) is not first  # pushed out by newer scripts: compiled again
     assert pyfork._code(b"def (:\n") is None  # the child compiles it and reports the error
+
+
+def test_the_runner_preloads_every_standard_module_a_verifier_or_probe_imports():
+    """A module the fork imports again costs every verifier and probe run its import."""
+    import ast
+    import sys
+
+    from environments.ecosystems import builtin_names, load_ecosystem
+    from environments.runner import pyfork
+    from schemas.verifier import Check
+    from tasks.verify.verifier import render_reconstruct_verifier, render_verifier
+
+    def imported(source: str) -> set[str]:
+        names = set()
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                names |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module.split(".")[0])
+        return names & set(sys.stdlib_module_names)
+
+    checks = [Check(kind="answer", key="answer.txt", expected="1")]
+    sources = [load_ecosystem(name).probe_source for name in builtin_names()]
+    sources.append(render_verifier(checks, sources[0]))
+    sources.append(render_reconstruct_verifier([], load_ecosystem("files"), "run.sh", 10.0))
+    needed = set().union(*map(imported, sources)) - {"sys", "os", "builtins"}
+    assert needed - set(pyfork.PRELOADED) == set()

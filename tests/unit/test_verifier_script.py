@@ -8,7 +8,7 @@ import pytest
 
 from environments.ecosystems import load_ecosystem
 from schemas.verifier import Check
-from tasks.verify.verifier import render_verifier
+from tasks.verify.verifier import AUDIT, AUDIT_MARK, audited, audited_entry, render_verifier
 
 PROBE = load_ecosystem("files").probe_source
 CHECKS = [
@@ -97,3 +97,53 @@ def test_answer_trials_read_the_state_once_and_report_the_best(tmp_path):
                        "trials_passed": 1}
     _, plain = run_verifier(tmp_path / "ws")  # the answer file itself is still wrong
     assert plain["reward"] == 0 and plain["checks_passed"] == 5
+
+
+def _run_entry(script_text, root, logs, uid):
+    script = root.parent / "verify-entry.py"
+    script.write_text(script_text)
+    return subprocess.run([sys.executable, "-I", "-S", str(script), "--root", str(root),
+                           "--agent-user", f"{uid}:{uid}", "--logs", str(logs)],
+                          capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("files", [GOOD, BROKEN])
+def test_the_audited_entry_prints_what_the_audit_after_the_run_would(tmp_path, files):
+    """The verifier's own lines and exit code unchanged, then the audit's line: the same
+    reward and exposures as the separate audit run on the state it left."""
+    lay_out(tmp_path / "ws", files)
+    uid = 64999  # nobody runs as it here: nothing to stop
+    text = render_verifier(CHECKS, PROBE)
+    plain = _run_entry(text, tmp_path / "ws", tmp_path / "plain-logs", uid)
+    entry = audited_entry(text, f"{uid}:{uid}", str(tmp_path / "logs"))
+    assert entry is not None
+    both = _run_entry(entry, tmp_path / "ws", tmp_path / "logs", uid)
+    *lines, audit = both.stdout.strip().splitlines()
+    assert lines == plain.stdout.strip().splitlines()
+    assert both.stderr == plain.stderr and both.returncode == plain.returncode
+    assert audit.startswith(AUDIT_MARK)
+    after = subprocess.run([sys.executable, "-I", "-S", "-", str(uid), str(tmp_path / "logs")],
+                           input=AUDIT, capture_output=True, text=True)
+    assert json.loads(audit[len(AUDIT_MARK):]) == json.loads(after.stdout.strip())
+    assert json.loads(after.stdout)["reward"] == (1.0 if files is GOOD else 0.0)
+
+
+def test_the_audited_entry_judges_with_the_factorys_seal_not_the_verifiers(tmp_path):
+    """A verifier whose copy of the seal says nothing is exposed and leaves its logs
+    folder open to everyone: the audit in its run still finds the open folder."""
+    lay_out(tmp_path / "ws", GOOD)
+    (tmp_path / "logs").mkdir(mode=0o777)
+    (tmp_path / "logs").chmod(0o777)
+    text = render_verifier(CHECKS, PROBE)
+    weak = (text.replace("def take_logs(path):", "def take_logs(path):\n    return\n")
+            .replace("def exposures(uid, logs):", "def exposures(uid, logs):\n    return []\n"))
+    assert weak != text
+    entry = audited_entry(weak, "64999:64999", str(tmp_path / "logs"))
+    assert entry is not None
+    audit = _run_entry(entry, tmp_path / "ws", tmp_path / "logs", 64999).stdout.splitlines()[-1]
+    found = json.loads(audit[len(AUDIT_MARK):])
+    assert found["exposed"] and audited(found["reward"], found["exposed"]) == 1.0
+
+
+def test_a_verifier_without_the_usual_entry_point_gets_no_audited_entry():
+    assert audited_entry("print('hi')\n", "1000:1000", "/logs/verifier") is None
