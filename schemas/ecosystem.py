@@ -157,6 +157,10 @@ class Returns(_Strict):
     sample: str | None = None
     """A lookup's sampler (``facet(content, rng)`` over the probe state) of other seeded
     values of its type: the open-loop control's guess for the value it printed."""
+    alias: bool = False
+    """The output only points at what one of the inputs names (a new tag on a commit is
+    that commit): a step taking it would take that input through a detour, made only to
+    point at what it points at, so the planner binds no step to it."""
 
 
 class ToolSpec(_Strict):

@@ -191,6 +191,8 @@ def _fix(run: Run, step: Step, failure: StageFailure, kind: RepairKind, detail: 
     trace = run.attempt(new or step)
     if trace is None:
         return None
+    if failure.reason == "purposeless":  # why, for the per-pattern figures of stats
+        detail = f"{detail} ({failure.detail.partition(': ')[2]})"
     return Fix(trace, Repair(kind=kind, step_id=step.id, reason=failure.reason,
                              detail=detail[:300]), new)
 

@@ -9,7 +9,10 @@ inputs are drawn at execution time; fresh outputs get new names.  A tool that ch
 value in place replaces a step only when that value is an upstream step's output (never
 a seeded value other steps may read); tools that need related inputs, fault repair
 tools and tools the graph already uses are never replacements.  A lookup (one observed
-value) is replaced only by a lookup, and a plain read only by a plain read.
+value) is replaced only by a lookup, and a plain read only by a plain read.  In a fix
+graph a step that builds on an earlier step's output is replaced only by one that builds
+on it too: a replacement reading something else would be an errand unrelated to the
+fault.
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ def substitutes(eco: Ecosystem, candidate: Candidate, graph: WorkflowGraph,
         (path, t) for path in sorted(files) if path not in used and (t := eco.state_type(path))]
     taken = {str(v) for st in done for v in st.args.values()} | set(files) | {
         str(b.value) for s in graph.steps for b in s.bind.values() if b.value}
+    upstream = any(b.kind == "step" for b in step.bind.values())
     in_graph = {s.tool for s in graph.steps}  # a task uses each tool once (tasks/plan/planner.py)
     options = []
     for other in eco.spec.tools:
@@ -82,7 +86,8 @@ def substitutes(eco: Ecosystem, candidate: Candidate, graph: WorkflowGraph,
             continue
         bind = _bind(other, pool, spare, set(taken))
         if bind is None or (in_place(other) and bind[str(other.returns.from_param)].kind
-                            != "step"):
+                            != "step") or (graph.fault and upstream and not any(
+                                b.kind == "step" for b in bind.values())):
             continue
         options.append(Step(id=step.id, tool=other.name, bind=bind))
     random.Random(f"substitute:{candidate.seed}:{step.id}").shuffle(options)

@@ -94,7 +94,7 @@ class GraphBuilder:
                 continue
             if p.name in upstream:
                 out = self.out[upstream[p.name]]
-                if not binds(p, out.type, out.compare):
+                if out.alias or not binds(p, out.type, out.compare):
                     return False
             elif not self.choices(tool, p.name):
                 return False

@@ -29,7 +29,7 @@ from tasks.reconstruct.cases import Case
 from tasks.reconstruct.examples import ARGS
 from tasks.reconstruct.program import EXAMPLES, PROGRAM
 from tasks.rules.compose import Composed, render_phrase
-from tasks.rules.discourse import shorten
+from tasks.rules.discourse import said_once, shorten
 
 
 def argument_name(a: Argument) -> str:
@@ -94,12 +94,18 @@ def top_level(case: Case) -> list[str]:
 
 
 def _arguments(arguments: list[Argument]) -> list[str]:
+    """The list of arguments, one line per description: arguments described alike share
+    a line ("- `ARG2` and `ARG3`: commit to revert (one each)"), said once."""
     if not arguments:
         return []
     lines = [f"Arguments (each example's `{ARGS}` holds the values it was run with):", ""]
+    alike: dict[str, list[str]] = {}
     for a in arguments:
         about = a.description.strip().rstrip(".")
-        lines.append(f"- `{argument_name(a)}`: {about[:1].lower()}{about[1:]}")
+        alike.setdefault(f"{about[:1].lower()}{about[1:]}", []).append(f"`{argument_name(a)}`")
+    for about, names in alike.items():
+        named = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+        lines.append(f"- {named}: {about}{' (one each)' if len(names) > 1 else ''}")
     return [*lines, ""]
 
 
@@ -131,7 +137,7 @@ def reconstruct_instruction(inner: Instruction, cases: list[Case],
         f"will be judged on {hidden} other workspaces of this layout that you cannot see.  "
         "It must compute its outputs from `DIR`, not copy them from the examples.",
     ])
-    text = shorten(text)
+    text = said_once(shorten(text))
     return replace(inner, text=text + "\n", template_id=f"reconstruct/{inner.template_id}")
 
 

@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import wraps
 from typing import TYPE_CHECKING
 
 from tasks.rules.deliverables import changes_in_place, names_own_entry
-from tasks.rules.readability import word_count
+from tasks.rules.readability import NGRAM, word_count
 
 if TYPE_CHECKING:
     from tasks.rules.compose import Composer
@@ -278,17 +280,30 @@ def _break(sentence: str) -> str:
     return sentence
 
 
-def shorten(text: str) -> str:
+def _masking(edit: Callable[[str], str]) -> Callable[[str], str]:
+    """``edit`` applied to a Markdown text with each code span masked (``\\x00n\\x00``, the
+    same marker for the same span), so that it never breaks or changes one."""
+
+    @wraps(edit)
+    def masked(text: str) -> str:
+        spans: list[str] = []
+
+        def keep(m: re.Match[str]) -> str:  # one marker per distinct span
+            if m.group(0) not in spans:
+                spans.append(m.group(0))
+            return f"\x00{spans.index(m.group(0))}\x00"
+
+        done = edit(_SPAN.sub(keep, text))
+        return re.sub(r"\x00(\d+)\x00", lambda m: spans[int(m.group(1))], done)
+
+    return masked
+
+
+@_masking
+def shorten(masked: str) -> str:
     """``text`` (Markdown) with every sentence over :data:`LONG` words broken at its
     best boundaries (:func:`_break`), each part a sentence of its own, until no break is
     left; code spans are never broken."""
-    spans: list[str] = []
-
-    def keep(m: re.Match[str]) -> str:
-        spans.append(m.group(0))
-        return f"\x00{len(spans) - 1}\x00"
-
-    masked = _SPAN.sub(keep, text)
     out = []
     for line in masked.split("\n"):
         parts = re.split(r"(?<=[.!?]) ", line)
@@ -300,4 +315,31 @@ def shorten(text: str) -> str:
                 continue
             done.append(part)
         out.append(" ".join(done))
-    return re.sub(r"\x00(\d+)\x00", lambda m: spans[int(m.group(1))], "\n".join(out))
+    return "\n".join(out)
+
+
+_ASIDE = re.compile(r"(?P<stop>\. )?\((?P<aside>[^()]+)\)")
+AGAIN = "(as above)"
+"""What an aside said before becomes."""
+
+
+@_masking
+def said_once(masked: str) -> str:
+    """``text`` (Markdown) with each parenthetical aside of :data:`NGRAM` words or more
+    that repeats an earlier one (case aside) said as "(as above)": "commit B reverted on its
+    tip (one new commit made by `git revert` with its default message)" after an item that
+    said so already reads "commit B reverted on its tip (as above)".  An aside that a long
+    phrase had made a sentence of its own ("... on top. (One new commit ...)") goes back
+    into its sentence.  Code spans are never touched."""
+    seen: set[str] = set()
+
+    def once(m: re.Match[str]) -> str:
+        key = " ".join(m["aside"].lower().split())
+        if word_count(m["aside"]) < NGRAM:
+            return m.group(0)
+        if key in seen:
+            return f" {AGAIN}" if m["stop"] else AGAIN
+        seen.add(key)
+        return m.group(0)
+
+    return _ASIDE.sub(once, masked)

@@ -190,3 +190,18 @@ def test_a_fix_already_planned_becomes_a_build_candidate():
     candidates, _ = plan_candidates(eco, 50, 11)
     fixes = [c.graph.fingerprint() for c in candidates if c.graph.fault]
     assert fixes and len(fixes) == len(set(fixes))
+
+
+def test_no_step_takes_an_alias_a_step_made():
+    """A new tag on a commit is that commit: over the default mix the tags are still
+    planned, and no step branches from (or reads through) one the task made."""
+    eco = ECOSYSTEMS["git"]
+    aliases = {t.name for t in eco.spec.tools if t.returns.alias}
+    assert aliases >= {"create_tag", "tag_annotated", "tag_snapshot"}
+    planned = 0
+    for c in plan_candidates(eco, 300, run_seed=11)[0]:
+        made = {s.id for s in c.graph.steps if s.tool in aliases}
+        planned += bool(made)
+        assert not [s.id for s in c.graph.steps for b in s.bind.values()
+                    if b.kind == "step" and b.step in made], c.graph
+    assert planned >= 10

@@ -113,26 +113,32 @@ def test_a_deep_git_workflow_reads_as_short_sentences():
         assert "a new annotated tag on that commit, with the message" in instruction.text
 
 
+def _then_pick(tool: str, args: dict[str, str], commit: str) -> tuple[WorkflowGraph, Trace]:
+    """``tool`` makes branch ``pick/patch`` from the seeded values ``args``; then ``commit``
+    is cherry-picked onto it."""
+    graph = WorkflowGraph(ecosystem="git", shape="chain", steps=[
+        Step(id="s1", tool=tool, bind={
+            **{p: Binding(kind="state", value=v) for p, v in args.items()},
+            "name": Binding(kind="literal", value="pick/patch")}),
+        Step(id="s2", tool="cherry_pick", bind={
+            "branch": Binding(kind="step", step="s1"),
+            "commit": Binding(kind="state", value=commit)}),
+    ])
+    trace = Trace(steps=[
+        _step("s1", tool, {**args, "name": "pick/patch"}, output="pick/patch"),
+        _step("s2", "cherry_pick", {"branch": "pick/patch", "commit": commit},
+              output="pick/patch"),
+    ])
+    return graph, trace
+
+
 def test_literals_described_alike_are_found_in_one_sentence():
     """Three commits named by their subject lines: one sentence finds them all, each
     named by a letter, so no 'Find the commit whose subject line is' repeats."""
     from tasks.rules.deliverables import flow
 
     git = load_ecosystem("git")
-    graph = WorkflowGraph(ecosystem="git", shape="chain", steps=[
-        Step(id="s1", tool="create_branch", bind={
-            "start": Binding(kind="state", value="aaa"),
-            "name": Binding(kind="literal", value="pick/patch")}),
-        Step(id="s2", tool="cherry_pick", bind={
-            "branch": Binding(kind="step", step="s1"),
-            "commit": Binding(kind="state", value="bbb")}),
-    ])
-    trace = Trace(steps=[
-        _step("s1", "create_branch", {"start": "aaa", "name": "pick/patch"},
-              output="pick/patch"),
-        _step("s2", "cherry_pick", {"branch": "pick/patch", "commit": "bbb"},
-              output="pick/patch"),
-    ])
+    graph, trace = _then_pick("create_branch", {"start": "aaa"}, "bbb")
     described = {"aaa": "the commit whose subject line is `Add a`",
                  "bbb": "the commit whose subject line is `Fix b`"}
     checks = [Check(kind="state", section="branches", key="pick/patch", expected="x")]
@@ -142,3 +148,35 @@ def test_literals_described_alike_are_found_in_one_sentence():
     assert ("Find the commit whose subject line is `Add a` (call it commit A), and likewise "
             "`Fix b` (commit B).") in instruction.text
     assert readability(instruction.text).repeated == ""
+
+
+def test_an_aside_said_before_is_said_as_above():
+    """A rule in parentheses is said once: a second cherry-pick reads "(as above)", and an
+    aside a long phrase made a sentence of its own goes back into its sentence."""
+    from tasks.rules.discourse import AGAIN, said_once
+
+    pick = "(one new commit keeping that commit's author and subject)"
+    text = (f"- branch `p`: a new branch at `main` with `a` on top. ({pick[1:]}.\n"
+            f"- branch `p`: `b` cherry-picked onto its tip {pick}.\n"
+            f"- branch `q`: `c` reverted. {pick[0]}One new commit keeping that commit's author "
+            "and subject).\n- `x` (short aside) and `y` (short aside).")
+    out = said_once(text)
+    assert out.count("keeping that commit's author") == 1
+    assert f"onto its tip {AGAIN}." in out and f"`c` reverted {AGAIN}." in out
+    assert out.count("(short aside)") == 2  # under six words: no repeated 6-gram to avoid
+    revert = "(made by `git revert`, with its default message)"
+    assert said_once(f"`a` {revert}; `b` {revert}") == f"`a` {revert}; `b` {AGAIN}"
+    other = "(made by `git  revert`, with its default message)"
+    assert said_once(f"`a` {revert}; `b` {other}") == f"`a` {revert}; `b` {other}"
+
+
+def test_two_cherry_picks_say_how_once():
+    """A new branch with one cherry-pick, then a second cherry-pick onto it: the second
+    item does not repeat the first one's aside, and no 6-word sequence repeats."""
+    git = load_ecosystem("git")
+    graph, trace = _then_pick("fork_with_pick", {"base": "main", "commit": "aaa111"}, "bbb222")
+    checks = [Check(kind="state", section="branches", key="pick/patch", expected="x")]
+    for seed in range(4):
+        text = render_instruction(git, graph, trace, seed=seed, checks=checks).text
+        assert text.count("keeping that commit's author and subject") == 1, text
+        assert readability(text).repeated == "", text

@@ -125,3 +125,19 @@ def test_a_value_sampled_from_an_earlier_steps_output_is_an_argument_too():
         late += sum(not reads_initial(eco, c.graph, trace, a)
                     for a in program_arguments(eco, c.graph))
     assert late >= 5
+
+
+def test_arguments_described_alike_share_one_line():
+    """Two commits to revert are one line, not the same description twice."""
+    from tasks.reconstruct.arguments import Argument
+    from tasks.reconstruct.instruction import _arguments
+    from tasks.rules.readability import repeated_ngram
+
+    args = [Argument("s1", "base", "Commit, branch or tag the branch starts at.", 2),
+            Argument("s1", "commit", "Commit to revert.", 3),
+            Argument("s2", "commit", "Commit to revert.", 4),
+            Argument("s3", "base", "Commit, branch or tag the branch starts at.", 5)]
+    lines = _arguments(args)
+    assert lines[2:-1] == ["- `ARG1` and `ARG4`: commit, branch or tag the branch starts at "
+                           "(one each)", "- `ARG2` and `ARG3`: commit to revert (one each)"]
+    assert repeated_ngram("\n".join(lines)) == ""

@@ -102,3 +102,28 @@ def test_the_readability_section_reads_real_shards():
     assert [r[:3] for r in rows] == [["files", "build", 6], ["all", "", 6]]
     figures = dict(zip(READ, rows[-1], strict=True))
     assert figures["longest max"] >= figures["longest p90"] >= figures["longest median"] > 0
+
+
+def test_a_step_taking_an_alias_the_task_made_is_flagged():
+    tag = _step("tag_annotated", {"ref": "abc123", "name": "rc-1", "message": "m"}, "rc-1",
+                "git.ref.tag")
+    branch = _step("fork_with_pick", {"base": "rc-1", "name": "p", "commit": "c"}, "p",
+                   "git.ref.branch")
+    aside = _step("fork_with_pick", {"base": "abc123", "name": "p", "commit": "c"}, "p",
+                  "git.ref.branch")
+    aliases = frozenset({"tag_annotated"})
+    assert findings({"steps": [tag, branch]}, [], aliases=aliases) == {"alias consumed"}
+    assert findings({"steps": [tag, aside]}, [], aliases=aliases) == set()
+    assert findings({"steps": [tag, branch]}, []) == set()  # no spec: not measured
+
+
+def test_the_caught_patterns_and_verbatim_sections_read_real_shards():
+    from tasks.dataset.report.compositions import CAUGHT_COLUMNS, caught_rows
+    from tasks.dataset.report.verbatim import COLUMNS as VERBATIM
+    from tasks.dataset.report.verbatim import verbatim_rows
+
+    con = connect(V1)
+    caught = dict(zip(CAUGHT_COLUMNS, caught_rows(con)[-1], strict=True))
+    assert caught["ecosystem"] == "all" and caught["candidates"] >= 6
+    given = dict(zip(VERBATIM, verbatim_rows(con)[-1], strict=True))
+    assert given["tasks"] == 6 and given["arguments"] >= given["inputs"] > 0

@@ -17,11 +17,16 @@ execution are meant to prevent (``tasks/plan/planner.py`` uses each tool once pe
   files they derive from, followed back through the steps that wrote them) are of
   different kinds (file extensions), such as a log concatenated with a CSV;
 - ``unrelated extra (fix)``: a fix task with a step that neither is a repair step nor
-  uses, directly or through other steps, what a repair step made (needs the graph).
+  uses, directly or through other steps, what a repair step made (needs the graph);
+- ``alias consumed``: a step takes the output of an earlier step whose tool declares it an
+  alias (``returns.alias``: a new tag on a commit is that commit), so the earlier step was
+  made only to point at what it points at (needs the ecosystem's specs: built-ins only).
 
 Steps whose effect a later step undoes or overwrites (a field of a record set twice) are
 rejected during execution from the probe states around each step
-(:mod:`tasks.execute.purpose`); the shards keep no such states, so no detector here.
+(:mod:`tasks.execute.purpose`); the shards keep no such states, so the accepted tasks have
+no detector for them.  :func:`caught_rows` counts, per pattern, the candidates execution
+caught with one (a purposeless step repaired or rejected), from the attempts.
 
 Tasks written before steps carried digests count as not measured for the two digest
 detectors.  Imports neither Prefect nor Docker.
@@ -41,7 +46,8 @@ from environments.ecosystems import Ecosystem, builtin_names, load_ecosystem
 from tasks.dataset.query import stream_rows
 
 DETECTORS = ("repeated tool", "identical outputs", "output equals input",
-             "JSON through a line tool", "mixed sources joined", "unrelated extra (fix)")
+             "JSON through a line tool", "mixed sources joined", "unrelated extra (fix)",
+             "alias consumed")
 DIGESTS = ("identical outputs", "output equals input")
 """Detectors that need ``StepTrace.digest`` (absent from older tasks)."""
 _PATH = re.compile(r"^[\w.-]+(/[\w.-]+)*\.[A-Za-z0-9]+$")
@@ -74,9 +80,9 @@ def _unrelated_to_fix(graph: dict, repairs: int) -> bool:
 
 
 def findings(trace: dict, checks: list[dict], graph: dict | None = None,
-             repairs: int = 0) -> set[str]:
+             repairs: int = 0, aliases: frozenset[str] = frozenset()) -> set[str]:
     """The detectors that flag one task (its trace and checks, as stored; a fix task's
-    graph and the number of its repair steps)."""
+    graph and the number of its repair steps; the tools whose output is an alias)."""
     steps = trace.get("steps", [])
     found: set[str] = set()
     if graph is not None and graph.get("fault") and _unrelated_to_fix(graph, repairs):
@@ -86,6 +92,10 @@ def findings(trace: dict, checks: list[dict], graph: dict | None = None,
         found.add("repeated tool")
     seeded = {key: d for c in checks if c.get("kind") == "unchanged"
               for key, d in (c.get("expected") or {}).items()}
+    pointers = {st.get("output") for st in steps if st["tool"] in aliases}
+    if any(v in pointers and v != st.get("output") for st in steps
+           for v in st["args"].values()):
+        found.add("alias consumed")
     written: dict[str, str] = {}  # output (path, table, ...) -> digest
     source: dict[str, set[str]] = {}  # output path -> kinds of the seeded files behind it
     for st in steps:
@@ -126,7 +136,8 @@ def composition_tallies(con: duckdb.DuckDBPyConnection) -> dict[str, Tally]:
         trace, checks, graph = json.loads(trace_json), json.loads(checks_json), \
             json.loads(graph_json)
         has_digests = any(st.get("digest") for st in trace.get("steps", []))
-        flags = findings(trace, checks, graph, _repairs(ecosystems, eco, graph.get("fault")))
+        flags = findings(trace, checks, graph, _repairs(ecosystems, eco, graph.get("fault")),
+                         _aliases(ecosystems, eco))
         for key in (eco, "all"):
             t = tallies[key]
             t.tasks += 1
@@ -136,14 +147,25 @@ def composition_tallies(con: duckdb.DuckDBPyConnection) -> dict[str, Tally]:
     return dict(tallies)
 
 
+def _builtin(ecosystems: dict[str, Ecosystem | None], name: str) -> Ecosystem | None:
+    """Built-in ecosystem ``name``, loaded once (None for a user's)."""
+    if name not in ecosystems:
+        ecosystems[name] = load_ecosystem(name) if name in builtin_names() else None
+    return ecosystems[name]
+
+
+def _aliases(ecosystems: dict[str, Ecosystem | None], name: str) -> frozenset[str]:
+    """The tools of built-in ecosystem ``name`` whose output is an alias."""
+    eco = _builtin(ecosystems, name)
+    return frozenset(t.name for t in eco.spec.tools if t.returns.alias) if eco else frozenset()
+
+
 def _repairs(ecosystems: dict[str, Ecosystem | None], name: str, fault: str | None) -> int:
     """How many repair steps ``fault`` of built-in ecosystem ``name`` has (0 for a build
     task; 1, the first step, for a user's ecosystem or an unknown fault)."""
     if not fault:
         return 0
-    if name not in ecosystems:
-        ecosystems[name] = load_ecosystem(name) if name in builtin_names() else None
-    eco = ecosystems[name]
+    eco = _builtin(ecosystems, name)
     try:
         return len(eco.spec.fault(fault).repair) if eco is not None else 1
     except KeyError:
@@ -153,9 +175,34 @@ def _repairs(ecosystems: dict[str, Ecosystem | None], name: str, fault: str | No
 COLUMNS = ["ecosystem", "tasks", *DETECTORS]
 NOTE = ("Accepted tasks flagged by each detector of purposeless work (a tool run twice, two "
         "outputs equal, an output equal to its input, JSON through a line tool, files of "
-        "different kinds joined, a fix task with work unrelated to its repair); the digest "
-        "detectors count only tasks whose steps carry digests.  Steps undone or overwritten "
-        "by a later step are rejected during execution, from the probe states.")
+        "different kinds joined, a fix task with work unrelated to its repair, a step taking "
+        "an alias the task made, such as a new tag); the digest detectors count only tasks "
+        "whose steps carry digests.  Steps undone or overwritten by a later step are "
+        "rejected during execution, from the probe states: the second table counts the "
+        "candidates caught with each pattern (a purposeless step repaired or rejected).")
+PATTERNS = {"changes nothing": "it changes nothing", "undone": "as it was before step",
+            "overwritten": "it overwrites the", "copy of an input or output": " equals ",
+            "answer without its last write": "the answer is the same without step"}
+"""Per pattern execution rejects as ``execute/purposeless``, the words its detail holds
+(:mod:`tasks.execute.purpose`, ``Run._check_answer_needs_last_write``)."""
+CAUGHT_COLUMNS = ["ecosystem", "candidates", *PATTERNS]
+
+
+def caught_rows(con: duckdb.DuckDBPyConnection) -> list[list[object]]:
+    """Per ecosystem (``all`` last): its candidates and, per :data:`PATTERNS`, how many had
+    a purposeless step of that pattern repaired or were rejected for one."""
+    counts: dict[str, list[int]] = defaultdict(lambda: [0] * (1 + len(PATTERNS)))
+    for eco, reason, detail, repairs in stream_rows(
+            con, "select ecosystem, reason, detail, repairs from attempts"):
+        said = [r for r in repairs or [] if " purposeless: " in r]
+        said += [detail or ""] if reason == "purposeless" else []
+        for key in (eco, "all"):
+            c = counts[key]
+            c[0] += 1
+            for n, words in enumerate(PATTERNS.values(), start=1):
+                c[n] += any(words in s for s in said)
+    return [[eco, *c] for eco, c in sorted(counts.items(), key=lambda kv: (kv[0] == "all",
+                                                                          kv[0]))]
 
 
 def composition_rows(con: duckdb.DuckDBPyConnection) -> list[list[object]]:

@@ -15,7 +15,13 @@ from collections.abc import Callable, Sequence
 
 import duckdb
 
-from tasks.dataset.report.compositions import COLUMNS, NOTE, composition_rows
+from tasks.dataset.report.compositions import (
+    CAUGHT_COLUMNS,
+    COLUMNS,
+    NOTE,
+    caught_rows,
+    composition_rows,
+)
 from tasks.dataset.report.rollouts import DIFFICULTY, REWARD_HACKS, STOP_REASONS
 from tasks.dataset.runs import SETTLED_ATTEMPTS
 
@@ -260,7 +266,8 @@ def soundness(con: duckdb.DuckDBPyConnection) -> str:
 
 def compositions(con: duckdb.DuckDBPyConnection) -> str:
     return (f"## Purposeless compositions, per ecosystem\n\n{NOTE}\n\n"
-            + md_table(COLUMNS, composition_rows(con)))
+            + md_table(COLUMNS, composition_rows(con)) + "\n\n"
+            + md_table(CAUGHT_COLUMNS, caught_rows(con)))
 
 
 def readability(con: duckdb.DuckDBPyConnection) -> str:
@@ -268,6 +275,13 @@ def readability(con: duckdb.DuckDBPyConnection) -> str:
 
     return (f"## Readability of instructions, per ecosystem and kind\n\n{counted.NOTE}\n\n"
             + md_table(counted.COLUMNS, counted.readability_rows(con)))
+
+
+def verbatim(con: duckdb.DuckDBPyConnection) -> str:
+    from tasks.dataset.report import verbatim as counted
+
+    return (f"## Arguments given verbatim, per ecosystem and kind\n\n{counted.NOTE}\n\n"
+            + md_table(counted.COLUMNS, counted.verbatim_rows(con)))
 
 
 def depth_histogram(con: duckdb.DuckDBPyConnection) -> str:
@@ -315,6 +329,7 @@ SECTIONS: list[Section] = [
     soundness,
     compositions,
     readability,
+    verbatim,
     depth_histogram,
     instruction_diversity,
     stop_reasons,
