@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Literal, get_args, get_origin
 
 from flows.commands.arguments import add_trust_option, number, path, text, whole
 from flows.commands.data import cmd_card, cmd_query, cmd_stats, hold_for_run, resume_settings
+from flows.commands.help import command, document
 from flows.commands.usage import UsageError, one_line, option_error
 
 if TYPE_CHECKING:
@@ -219,12 +220,12 @@ def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
     except KeyboardInterrupt:
         removed = close_run(run_id)
         print(f"interrupted: run {run_id} stopped, {removed} sandboxes removed; continue it "
-              f"with `taskfactory run --resume --data {settings.data}`", file=sys.stderr)
+              f"with `{command()} run --resume --data {settings.data}`", file=sys.stderr)
         return 130
     except StorageError as exc:  # the disk refused a write: the run is marked failed
         fix = "free space on its disk" if exc.exit_code == EXIT_ERRORED else "make it writable"
         raise StorageError(f"{exc.problem}; run {run_id} stopped; {fix}, then continue it with "
-                           f"`taskfactory run --resume --data {settings.data}`",
+                           f"`{command()} run --resume --data {settings.data}`",
                            exc.exit_code) from None
     except (PlanningError, UserCodeError) as exc:
         raise UsageError(f"planning failed: {exc}; fix the ecosystem") from None
@@ -256,10 +257,10 @@ def _report(summary: RunSummary, data: Path, resume: bool) -> int:
     if summary.errored:
         print(f"errored: {summary.errored} candidates, stopped by the infrastructure (engine "
               "or Prefect API), not rejected; the run is unfinished: run them again with "
-              f"`taskfactory run --resume --data {data}`")
+              f"`{command()} run --resume --data {data}`")
     print(f"dataset: {data}/ (tables: tasks, trajectories, steps, attempts, runs; "
           f"card: {data}/README.md)")
-    print(f'try: taskfactory query "{EXAMPLE_QUERY}" --data {data}')
+    print(f'try: {command()} query "{EXAMPLE_QUERY}" --data {data}')
     return EXIT_ERRORED if summary.errored else 0
 
 
@@ -428,13 +429,16 @@ def _candidate_flags(args: argparse.Namespace) -> dict[str, object]:
 def _dataset_parsers(sub: argparse._SubParsersAction) -> None:
     """``query``, ``stats`` and ``card``: the commands that read a dataset."""
     query = sub.add_parser("query", help="SQL over the dataset (DuckDB)")
-    query.add_argument("sql", type=text)
+    query.add_argument("sql", type=text, metavar="SQL",
+                       help="one SELECT (DuckDB SQL) over the tables tasks, trajectories, "
+                            "steps, attempts, runs, rollouts and difficulty; quote it")
     query.add_argument("--data", type=path, default=Path("data"), help="dataset folder")
     query.add_argument("--verify", action="store_true",
                        help="accepted for old scripts; does nothing: every shard's sha256 is "
                             "always checked")
     query.add_argument("--format", choices=["table", "csv", "json"], default="table",
-                       help="json: JSON Lines, one object per row")
+                       help="table: aligned columns; csv: with a header row; json: JSON "
+                            "Lines, one object per row")
     query.add_argument("--memory-limit", type=text, metavar="SIZE",
                        help="DuckDB's memory limit (default 2GB); beyond it the query "
                             "spills to a scratch folder under TMPDIR")
@@ -496,7 +500,7 @@ def _export_parsers(sub: argparse._SubParsersAction) -> None:
 
 @functools.cache  # built once per process: parsing leaves it unchanged
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="taskfactory", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="taskfactory")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="generate tasks in a one-off flow run")
     _run_options(run)
@@ -528,6 +532,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--cron", type=text, default="0 3 * * *")
     serve.add_argument("--name", type=text, default="taskfactory-nightly")
     serve.set_defaults(func=cmd_serve)
+    document(parser)
     return parser
 
 
@@ -541,6 +546,11 @@ def main(argv: list[str] | None = None) -> int:
     take_excluded()
     with _terminate_as_interrupt():
         try:
+            argv = sys.argv[1:] if argv is None else argv
+            if not argv:  # the usage on stdout, the one error line on stderr: exit 2
+                print(build_parser().format_help())
+                raise UsageError(f"no command given; pick one above (`{command()} COMMAND "
+                                 "--help` says what it does)")
             args = build_parser().parse_args(argv)
             with _trusting(getattr(args, "trust_ecosystem", False)):
                 code = args.func(args)
