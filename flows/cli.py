@@ -22,10 +22,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args, get_origin
 
-from flows.commands.arguments import add_trust_option, number, path, text, whole
+from flows.commands.arguments import add_quiet_option, add_trust_option, number, path, text, whole
 from flows.commands.data import cmd_card, cmd_query, cmd_stats, hold_for_run, resume_settings
-from flows.commands.help import command, document
+from flows.commands.help import command, commands, document
 from flows.commands.usage import UsageError, one_line, option_error
+from flows.run.progress import QUIET
 
 if TYPE_CHECKING:
     from flows.run.summary import RunSummary
@@ -429,7 +430,7 @@ def _candidate_flags(args: argparse.Namespace) -> dict[str, object]:
 def _dataset_parsers(sub: argparse._SubParsersAction) -> None:
     """``query``, ``stats`` and ``card``: the commands that read a dataset."""
     query = sub.add_parser("query", help="SQL over the dataset (DuckDB)")
-    query.add_argument("sql", type=text, metavar="SQL",
+    query.add_argument("sql", type=text,
                        help="one SELECT (DuckDB SQL) over the tables tasks, trajectories, "
                             "steps, attempts, runs, rollouts and difficulty; quote it")
     query.add_argument("--data", type=path, default=Path("data"), help="dataset folder")
@@ -532,6 +533,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--cron", type=text, default="0 3 * * *")
     serve.add_argument("--name", type=text, default="taskfactory-nightly")
     serve.set_defaults(func=cmd_serve)
+    for name in ("run", "solve", "check-harbor", "export harbor", "repair"):  # show progress
+        add_quiet_option(commands(parser)[name][0])
     document(parser)
     return parser
 
@@ -540,6 +543,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command; its exit code, or :data:`EXIT_CORRUPT` when it succeeded but had to
     leave corrupt shards out (each was named on stderr with the repair command).  SIGTERM
     stops a command as Ctrl-C does: what it started is stopped, one line, exit 130."""
+    from environments.ecosystems.code import TRUST
     from tasks.dataset import DatasetError
     from tasks.dataset.store.checksums import take_excluded
 
@@ -552,7 +556,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise UsageError(f"no command given; pick one above (`{command()} COMMAND "
                                  "--help` says what it does)")
             args = build_parser().parse_args(argv)
-            with _trusting(getattr(args, "trust_ecosystem", False)):
+            with _env(TRUST, getattr(args, "trust_ecosystem", False)), \
+                    _env(QUIET, getattr(args, "quiet", False)):
                 code = args.func(args)
             return EXIT_CORRUPT if code == 0 and take_excluded() else code
         except UsageError as exc:
@@ -570,23 +575,22 @@ def main(argv: list[str] | None = None) -> int:
 
 
 @contextlib.contextmanager
-def _trusting(trust: bool) -> Iterator[None]:
-    """With ``--trust-ecosystem``, user ecosystem code runs unsandboxed in this process and
-    what it starts, for as long as the command runs (``main`` may be called again)."""
-    if not trust:
+def _env(name: str, on: bool) -> Iterator[None]:
+    """``name`` set to 1 for as long as the command runs, when ``on`` (``main`` may be
+    called again): ``--trust-ecosystem`` (user ecosystem code runs unsandboxed in this
+    process and what it starts) and ``--quiet`` (no progress line)."""
+    if not on:
         yield
         return
-    from environments.ecosystems.code import TRUST
-
-    before = os.environ.get(TRUST)
-    os.environ[TRUST] = "1"
+    before = os.environ.get(name)
+    os.environ[name] = "1"
     try:
         yield
     finally:
         if before is None:
-            os.environ.pop(TRUST, None)
+            os.environ.pop(name, None)
         else:
-            os.environ[TRUST] = before
+            os.environ[name] = before
 
 
 @contextlib.contextmanager
