@@ -58,11 +58,10 @@ class Ticker:
 
     def _show(self) -> None:
         with self._lock:
-            if self.live:
-                self.stream.write("\r" + self.line() + "\033[K")
-                self.stream.flush()
-            else:
-                print(self.line(), file=self.stream, flush=True)
+            # written, not printed: in a flow with log_prints, print() to stderr goes to the
+            # Prefect logger, which a command quiets
+            self.stream.write(f"\r{self.line()}\033[K" if self.live else f"{self.line()}\n")
+            self.stream.flush()
 
     def _beats(self) -> None:
         while not self._stop.wait(1.0 if self.live else self.every_s):
