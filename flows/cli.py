@@ -22,9 +22,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args, get_origin
 
-from flows.commands.arguments import add_trust_option, number, path, text, whole
+from flows.commands.arguments import add_quiet_option, add_trust_option, number, path, text, whole
 from flows.commands.data import cmd_card, cmd_query, cmd_stats, hold_for_run, resume_settings
+from flows.commands.help import command, commands, document
 from flows.commands.usage import UsageError, one_line, option_error
+from flows.run.progress import QUIET
 
 if TYPE_CHECKING:
     from flows.run.summary import RunSummary
@@ -219,12 +221,12 @@ def _run(args: argparse.Namespace, run_id: str | None, settings,  # noqa: ANN001
     except KeyboardInterrupt:
         removed = close_run(run_id)
         print(f"interrupted: run {run_id} stopped, {removed} sandboxes removed; continue it "
-              f"with `taskfactory run --resume --data {settings.data}`", file=sys.stderr)
+              f"with `{command()} run --resume --data {settings.data}`", file=sys.stderr)
         return 130
     except StorageError as exc:  # the disk refused a write: the run is marked failed
         fix = "free space on its disk" if exc.exit_code == EXIT_ERRORED else "make it writable"
         raise StorageError(f"{exc.problem}; run {run_id} stopped; {fix}, then continue it with "
-                           f"`taskfactory run --resume --data {settings.data}`",
+                           f"`{command()} run --resume --data {settings.data}`",
                            exc.exit_code) from None
     except (PlanningError, UserCodeError) as exc:
         raise UsageError(f"planning failed: {exc}; fix the ecosystem") from None
@@ -256,10 +258,10 @@ def _report(summary: RunSummary, data: Path, resume: bool) -> int:
     if summary.errored:
         print(f"errored: {summary.errored} candidates, stopped by the infrastructure (engine "
               "or Prefect API), not rejected; the run is unfinished: run them again with "
-              f"`taskfactory run --resume --data {data}`")
+              f"`{command()} run --resume --data {data}`")
     print(f"dataset: {data}/ (tables: tasks, trajectories, steps, attempts, runs; "
           f"card: {data}/README.md)")
-    print(f'try: taskfactory query "{EXAMPLE_QUERY}" --data {data}')
+    print(f'try: {command()} query "{EXAMPLE_QUERY}" --data {data}')
     return EXIT_ERRORED if summary.errored else 0
 
 
@@ -428,13 +430,16 @@ def _candidate_flags(args: argparse.Namespace) -> dict[str, object]:
 def _dataset_parsers(sub: argparse._SubParsersAction) -> None:
     """``query``, ``stats`` and ``card``: the commands that read a dataset."""
     query = sub.add_parser("query", help="SQL over the dataset (DuckDB)")
-    query.add_argument("sql", type=text)
+    query.add_argument("sql", type=text,
+                       help="one SELECT (DuckDB SQL) over the tables tasks, trajectories, "
+                            "steps, attempts, runs, rollouts and difficulty; quote it")
     query.add_argument("--data", type=path, default=Path("data"), help="dataset folder")
     query.add_argument("--verify", action="store_true",
                        help="accepted for old scripts; does nothing: every shard's sha256 is "
                             "always checked")
     query.add_argument("--format", choices=["table", "csv", "json"], default="table",
-                       help="json: JSON Lines, one object per row")
+                       help="table: aligned columns; csv: with a header row; json: JSON "
+                            "Lines, one object per row")
     query.add_argument("--memory-limit", type=text, metavar="SIZE",
                        help="DuckDB's memory limit (default 2GB); beyond it the query "
                             "spills to a scratch folder under TMPDIR")
@@ -496,7 +501,7 @@ def _export_parsers(sub: argparse._SubParsersAction) -> None:
 
 @functools.cache  # built once per process: parsing leaves it unchanged
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="taskfactory", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="taskfactory")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="generate tasks in a one-off flow run")
     _run_options(run)
@@ -528,6 +533,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--cron", type=text, default="0 3 * * *")
     serve.add_argument("--name", type=text, default="taskfactory-nightly")
     serve.set_defaults(func=cmd_serve)
+    for name in ("run", "solve", "check-harbor", "export harbor", "repair"):  # show progress
+        add_quiet_option(commands(parser)[name][0])
+    document(parser)
     return parser
 
 
@@ -535,14 +543,21 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command; its exit code, or :data:`EXIT_CORRUPT` when it succeeded but had to
     leave corrupt shards out (each was named on stderr with the repair command).  SIGTERM
     stops a command as Ctrl-C does: what it started is stopped, one line, exit 130."""
+    from environments.ecosystems.code import TRUST
     from tasks.dataset import DatasetError
     from tasks.dataset.store.checksums import take_excluded
 
     take_excluded()
     with _terminate_as_interrupt():
         try:
+            argv = sys.argv[1:] if argv is None else argv
+            if not argv:  # the usage on stdout, the one error line on stderr: exit 2
+                print(build_parser().format_help())
+                raise UsageError(f"no command given; pick one above (`{command()} COMMAND "
+                                 "--help` says what it does)")
             args = build_parser().parse_args(argv)
-            with _trusting(getattr(args, "trust_ecosystem", False)):
+            with _env(TRUST, getattr(args, "trust_ecosystem", False)), \
+                    _env(QUIET, getattr(args, "quiet", False)):
                 code = args.func(args)
             return EXIT_CORRUPT if code == 0 and take_excluded() else code
         except UsageError as exc:
@@ -560,23 +575,22 @@ def main(argv: list[str] | None = None) -> int:
 
 
 @contextlib.contextmanager
-def _trusting(trust: bool) -> Iterator[None]:
-    """With ``--trust-ecosystem``, user ecosystem code runs unsandboxed in this process and
-    what it starts, for as long as the command runs (``main`` may be called again)."""
-    if not trust:
+def _env(name: str, on: bool) -> Iterator[None]:
+    """``name`` set to 1 for as long as the command runs, when ``on`` (``main`` may be
+    called again): ``--trust-ecosystem`` (user ecosystem code runs unsandboxed in this
+    process and what it starts) and ``--quiet`` (no progress line)."""
+    if not on:
         yield
         return
-    from environments.ecosystems.code import TRUST
-
-    before = os.environ.get(TRUST)
-    os.environ[TRUST] = "1"
+    before = os.environ.get(name)
+    os.environ[name] = "1"
     try:
         yield
     finally:
         if before is None:
-            os.environ.pop(TRUST, None)
+            os.environ.pop(name, None)
         else:
-            os.environ[TRUST] = before
+            os.environ[name] = before
 
 
 @contextlib.contextmanager

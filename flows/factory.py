@@ -109,16 +109,20 @@ every outcome of a run up to that size."""
 
 def plan_run(settings: RunSettings) -> tuple[PlannedCandidates, int]:
     """Every ecosystem's share of the candidates, interleaved so that all ecosystems are in
-    flight together; indices are unique within the run.  Returns them and the number of
+    flight together: the ecosystem at position ``p`` of ``K`` plans the run's indices
+    ``p, p + K, ...``, the places its candidates take in the interleaving, and draws each
+    candidate's kind, scenario and seed by that index.  Returns them and the number of
     duplicate fingerprints re-planned.  Planned one at a time and stored encoded: the plan
     never holds the candidates as objects."""
+    stride = len(settings.ecosystems)
     streams = [iter_candidates(ecosystem(ref), settings.share(position), settings.seed,
-                               settings.depth_weights, settings.kinds, settings.off_scenario)
+                               settings.depth_weights, settings.kinds, settings.off_scenario,
+                               indices=range(position, settings.tasks, stride))
                for position, ref in enumerate(settings.ecosystems)]
     plan, replanned = PlannedCandidates(), 0
     order = (x for group in itertools.zip_longest(*streams) for x in group if x is not None)
-    for i, (c, dupes) in enumerate(order):
-        plan.append(c.model_copy(update={"index": i}))
+    for c, dupes in order:
+        plan.append(c)
         replanned += dupes
     return plan, replanned
 

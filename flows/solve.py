@@ -33,6 +33,7 @@ from environments.registry import make_provider
 from environments.sandbox import SandboxError
 from flows.parameters import effective_settings
 from flows.run.limits import llm_request
+from flows.run.progress import Ticker
 from flows.solve_settings import SolveSettings
 from schemas.records import RolloutRow
 from tasks.core.failures import StageFailure
@@ -131,7 +132,8 @@ def solve(settings: SolveSettings) -> SolveSummary:
                  len(chosen), settings.k, summary.held, len(todo))
         writer = ShardWriter(settings.data, manifest, run_id, max_rows=1)
         runner: ThreadPoolTaskRunner = ThreadPoolTaskRunner(max_workers=settings.workers)
-        with _client(settings) as client, runner:
+        with _client(settings) as client, runner, Ticker(len(todo),
+                                                          words=("written", "errored")) as ticker:
             futures: list[PrefectFuture[RolloutRow]] = [runner.submit(solve_attempt, {
                 "exported": t, "settings": settings, "client": client, "attempt": i,
                 "run_id": run_id}) for t, i in todo]
@@ -141,10 +143,12 @@ def solve(settings: SolveSettings) -> SolveSummary:
                 except (SandboxError, StageFailure) as exc:
                     summary.errored += 1
                     log.warning("an attempt errored (infrastructure), not written: %s", exc)
+                    ticker.done(False)
                     continue
                 stamped = row.model_copy(update={"provenance": identity.provenance(
                     seed=seeds[row.task_id], image_id=None)})
                 writer.add_group([("rollouts", stamped)])
                 summary.written += 1
+                ticker.done(True)
         writer.close()
     return summary

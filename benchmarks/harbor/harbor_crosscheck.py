@@ -8,7 +8,7 @@ Exports a sample of the dataset's tasks (spread over the ecosystems; every task 
 ``--all``), or takes the folders of ``--folders``, then:
 
 1. ``harbor lint`` with its default rules: every finding must be of a waived rule
-   (``shared-verifier``, see the README's Harbor section);
+   (``shared-verifier``, see docs/exports.md, "Harbor export");
 2. ``harbor run -a oracle`` (docker environment): every task must score 1;
 3. ``harbor run -a nop``: every task must score 0.
 

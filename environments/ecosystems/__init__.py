@@ -270,7 +270,7 @@ def _load(folder: Path) -> Ecosystem:
         if exc.what == "sandbox":
             raise EcosystemError(f"{folder}: its Python code runs in a sandbox container, "
                                  f"and {exc.detail}; or pass --trust-ecosystem to run it on "
-                                 "this host as you (README: threat model)") from None
+                                 "this host as you (docs/security.md: threat model)") from None
         file = exc.what.removeprefix("import ")
         problem = "takes too long to import" if exc.timed_out else "raises on import"
         raise EcosystemError(f"{folder / file}: {problem}: {exc.detail}") from None

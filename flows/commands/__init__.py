@@ -8,10 +8,12 @@ and runs ``run``, ``query``, ``stats``, ``card`` and ``serve``): parse, call, pr
 - ``data``: the commands and checks that read a dataset; ``rows_output`` streams query
   results to stdout;
 - ``arguments``, ``usage``: argument types, and the one-line bad-input error (exit 2);
+- ``help``: the description, defaults and example of every command, ``--version``, and
+  the program's name as hints print it;
 - ``api_server``: the temporary Prefect API server of a command, in a session of its own.
 
 Imports the flows (:mod:`flows.factory`, :mod:`flows.solve`) lazily, inside the commands.
 """
 
-__all__ = ["api_server", "arguments", "atif", "data", "ecosystem", "harbor", "repair",
-           "rows_output", "solve", "usage"]
+__all__ = ["api_server", "arguments", "atif", "data", "ecosystem", "harbor", "help",
+           "repair", "rows_output", "solve", "usage"]

@@ -70,3 +70,10 @@ def add_trust_option(p: argparse.ArgumentParser) -> None:
                    help="run the Python code of the ecosystem folders named here on this "
                         "host as you, unsandboxed (default: in a sandbox container, which "
                         "needs Docker); only for folders whose code you trust")
+
+
+def add_quiet_option(p: argparse.ArgumentParser) -> None:
+    """``--quiet``, for a command that shows its progress (:mod:`flows.run.progress`)."""
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress line on stderr (default: a live line on a terminal, "
+                        "a plain one every 5 s elsewhere)")

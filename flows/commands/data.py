@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from flows.commands.help import command
 from flows.commands.usage import UsageError, option_error
 
 RUN_OUTPUT_OPTIONS = ["tasks", "seed", "backend", "ecosystem", "depth_weights", "max_depth",
@@ -89,9 +90,29 @@ def cmd_query(args: argparse.Namespace) -> int:
         except duckdb.PermissionException as exc:
             raise UsageError(f"query refused: {str(exc).splitlines()[0]} (queries read the "
                              "dataset's tables and nothing else)") from None
+        except (duckdb.CatalogException, duckdb.BinderException) as exc:
+            raise UsageError(f"query failed: {str(exc).splitlines()[0]} "
+                             f"{_what_exists(con, args.sql, args.data)}") from None
         except Exception as exc:  # DuckDB reports an interrupt as a RuntimeError too
             raise _query_failure(exc, watchdog.stopped, bounds.timeout_s) from None
     return 0
+
+
+def _what_exists(con, sql: str, data: Path) -> str:  # noqa: ANN001
+    """For a query that names a table or column that does not exist: the dataset's tables
+    and the columns of those ``sql`` names (every table's, when it names none)."""
+    import re
+
+    rows = con.execute("select table_name, column_name from duckdb_columns() where not "
+                       "internal and table_name not like '\\_%' escape '\\' "
+                       "order by table_name, column_index").fetchall()
+    columns: dict[str, list[str]] = {}
+    for table, column in rows:
+        columns.setdefault(table, []).append(column)
+    named = [t for t in columns if re.search(rf"\b{t}\b", sql, re.IGNORECASE)]
+    listed = "; ".join(f"{t}: {', '.join(columns[t])}" for t in named)
+    return (f"(tables: {', '.join(columns)}" + (f"; columns of {listed}" if listed else "")
+            + f"; `{command()} query \"describe tasks\" --data {data}` lists a table's columns)")
 
 
 def _query_failure(exc: Exception, stopped: str | None, timeout_s: float) -> BaseException:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from flows.commands.arguments import add_trust_option, path, text
 from flows.commands.usage import UsageError
+from flows.run.progress import Ticker
 
 if TYPE_CHECKING:
     from tasks.exports.harbor.check import FolderReport
@@ -124,9 +125,13 @@ def _run_checks(work: list[tuple[ExportTask, Path]], workers: int, report: Path 
         if n:
             print(f"removed {n} containers and images left by killed checks")
 
+    def checked(r: FolderReport) -> None:
+        print(_line(r), flush=True)
+        ticker.done(r.ok)
+
     try:
-        with _bad_input():
-            results = check_all(work, workers, lambda r: print(_line(r), flush=True), swept)
+        with _bad_input(), Ticker(len(work), words=("passed", "failed")) as ticker:
+            results = check_all(work, workers, checked, swept)
     except CheckInterrupted as exc:
         print(f"interrupted: {exc.removed} containers removed")
         raise SystemExit(130) from None

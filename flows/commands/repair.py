@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flows.commands.arguments import add_trust_option, path
+from flows.commands.help import command
 from flows.commands.usage import UsageError
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ def cmd_repair(args: argparse.Namespace) -> int:
                   f"{existing_shards(data)} on disk ({plan.adopted} unlisted commits "
                   f"adopted, {len(plan.manifest.abandoned)} files left out as abandoned)")
         for run_id, n in plan.unfinished.items():
-            print(f"run {run_id} is unfinished: `taskfactory run --resume {run_id} --data "
+            print(f"run {run_id} is unfinished: `{command()} run --resume {run_id} --data "
                   f"{data}` runs its {n} lost candidates with the rest")
         for run_id in list(plan.manifest.pending):
             _rerun(dataset, run_id, plan.manifest.pending[run_id])
@@ -112,7 +113,7 @@ def _rerun(dataset: Dataset, run_id: str, ids: list[str]) -> None:
         summary = run_factory(settings, run_id=run_id, resume=True, only=ids)
     except KeyboardInterrupt:
         removed = close_run(run_id)
-        print(f"interrupted: {removed} sandboxes removed; `taskfactory repair --data {data}` "
+        print(f"interrupted: {removed} sandboxes removed; `{command()} repair --data {data}` "
               "finishes the repair", file=sys.stderr)
         raise SystemExit(130) from None
     except ServerError as exc:

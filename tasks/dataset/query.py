@@ -8,7 +8,7 @@ configuration is locked, so no statement can write a file, read one outside the 
 attach a database, load an extension or change a setting.  :func:`check_read_only`
 admits only a single ``SELECT``.  DuckDB spills to this process's scratch folder
 (:mod:`tasks.dataset.query_bounds`), never the caller's folder.  Imports neither Prefect
-nor Docker, so ``taskfactory query`` starts in well under a second.
+nor Docker (``tests/unit/test_cli_errors.py`` checks).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Run bookkeeping: which run to resume, what the dataset already holds, the ``runs`` row.
 
-Semantics (also in the README, "Resuming and rerunning"):
+Semantics (also in docs/usage.md, "Resuming and rerunning"):
 
 - A run is recorded in the manifest as ``running`` when it starts work and ``complete``
   in the same manifest update that commits its ``runs`` row, so a killed run stays

@@ -150,14 +150,19 @@ def draws_reconstruct(eco: Ecosystem, index: int, run_seed: int,
 
 
 def draw_fault(eco: Ecosystem, index: int, run_seed: int, kinds: dict[TaskKind, float],
-               faults_used: Counter[str]) -> str | None:
-    """The fault injector candidate ``index`` starts from, or None for a build task."""
+               faults_used: Counter[str], excluded: frozenset[str] = frozenset()
+               ) -> str | None:
+    """The fault injector candidate ``index`` starts from, the least used of those not
+    ``excluded`` (faults whose fix tasks the run holds all of, or that the candidate tried
+    already), or None for a build task (also when every fault is excluded)."""
     if eco.spec.faults is None or not kinds.get("fix"):
         return None
     rng, point = _kind_draw(index, run_seed, kinds)
     if point >= kinds["fix"]:
         return None
-    names = [f.name for f in eco.spec.faults.injectors]
+    names = [f.name for f in eco.spec.faults.injectors if f.name not in excluded]
+    if not names:
+        return None
     fewest = min(faults_used[n] for n in names)
     return rng.choice([n for n in names if faults_used[n] == fewest])
 

@@ -155,34 +155,49 @@ def plan_graph(eco: Ecosystem, seed: int, depth_weights: dict[int, float] | None
 def iter_candidates(eco: Ecosystem, n: int, run_seed: int,
                     depth_weights: dict[int, float] | None = None,
                     kinds: dict[TaskKind, float] | None = None,
-                    off_scenario: float = OFF_SCENARIO_SHARE
+                    off_scenario: float = OFF_SCENARIO_SHARE, indices: range | None = None
                     ) -> Iterator[tuple[Candidate, int]]:
     """``n`` candidates with distinct fingerprints, one at a time, each with the number of
     duplicate fingerprints re-planned before it (bounded by :data:`MAX_REPLANS`); their
     kinds, faults and scenarios drawn as :mod:`tasks.plan.mix` says.  A fix candidate whose seed
     has no place for its fault's defect, or whose every re-plan repeats a fix planned
-    already (a repair nothing builds on is one task per fault), becomes a build candidate.
+    already (a repair nothing builds on is one task per fault; such a fault is not drawn
+    again in the run), tries the run's other faults, least used first, and becomes a build
+    candidate only when none gives a new fix.
     Re-plans go round the scenarios that fit the candidate, and the last
     :data:`OUTSIDE_REPLANS` are planned outside any (a scenario's graphs are fewer than the
     ecosystem's), where the graph may start with a lookup or not whatever the candidate
-    drew."""
+    drew.
+
+    ``indices`` are the candidates' indices in the run (default ``range(n)``): every draw
+    of a candidate is keyed by the run seed and that index, so the ecosystems of one run
+    (each planned with its own stride of indices) draw independently of each other."""
     seen: set[str] = set()
     usage: Counter[str] = Counter()
     faults_used: Counter[str] = Counter()
     scenarios_used: Counter[str] = Counter()
-    for index in range(n):
-        fault = draw_fault(eco, index, run_seed, kinds or DEFAULT_KINDS, faults_used)
+    exhausted: set[str] = set()  # faults whose every re-plan repeated a fix planned already
+    for index in range(n) if indices is None else indices[:n]:
+        fault = draw_fault(eco, index, run_seed, kinds or DEFAULT_KINDS, faults_used,
+                           frozenset(exhausted))
         reconstruct = draws_reconstruct(eco, index, run_seed, kinds or DEFAULT_KINDS)
         scenarios = draw_scenarios(eco, index, run_seed, fault, off_scenario, scenarios_used)
         # drawn once, so that re-plans do not favour the commoner graphs without a lookup
         lookup = random.Random(f"taskfactory:lookup:{run_seed}:{index}").random() < LOOKUP_SHARE
         graph, seed, dupes = _distinct(eco, run_seed, index, seen, _Draw(
             depth_weights, usage, fault, scenarios, lookup, reconstruct))
-        if fault and (not plantable(eco, seed, fault)  # no place for the defect: build
-                      or graph.fingerprint() in seen):  # this fix is planned already
-            kept = [graph.scenario] if graph.scenario else []
+        tried: set[str] = set()
+        while fault and (not plantable(eco, seed, fault)  # no place for the defect
+                         or graph.fingerprint() in seen):  # this fix is planned already
+            if graph.fingerprint() in seen:  # every re-plan repeated one: none of it is left
+                exhausted.add(fault)
+            tried.add(fault)
+            fault = draw_fault(eco, index, run_seed, kinds or DEFAULT_KINDS, faults_used,
+                               frozenset(exhausted | tried))  # None: a build task
+            kept = (draw_scenarios(eco, index, run_seed, fault, off_scenario, scenarios_used)
+                    if fault else [graph.scenario] if graph.scenario else [])
             graph, seed, more = _distinct(eco, run_seed, index, seen, _Draw(
-                depth_weights, usage, None, kept, lookup, reconstruct))
+                depth_weights, usage, fault, kept, lookup, reconstruct))
             dupes += more
         seen.add(graph.fingerprint())
         usage.update(s.tool for s in graph.steps)

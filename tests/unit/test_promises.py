@@ -1,7 +1,7 @@
 """Every promise is a check, every check a promise: each phrase of the instruction
 templates and of the built-in tools' intents that constrains the result is walked here and
 shown its check, and the near miss that proves the check exists (``tasks/gate/near_miss.py``,
-run on every accepted task by the gate).  The README's "Promises are checks" has the table
+run on every accepted task by the gate).  docs/gate.md, "Promises are checks", has the table
 of phrases, checks and near misses.
 """
 
