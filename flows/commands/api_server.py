@@ -136,9 +136,9 @@ def start_temporary_server() -> TemporaryServer:
 
 def server_unless_configured() -> TemporaryServer | None:
     """None when ``PREFECT_API_URL`` names a server; else a started temporary one, said
-    on stderr with what it costs."""
+    on stderr with how to use a running server instead."""
     if os.environ.get("PREFECT_API_URL"):
         return None
     print("prefect: no PREFECT_API_URL set, starting a temporary local API server "
-          "(about 15 s; set PREFECT_API_URL to use a running server)", file=sys.stderr)
+          "(set PREFECT_API_URL to use a running server)", file=sys.stderr)
     return start_temporary_server()  # in its own session: Ctrl-C is ours to handle
