@@ -32,7 +32,11 @@ def _clock(seconds: float) -> str:
 
 class Ticker:
     """Counts outcomes as they arrive and shows them; call :meth:`done` once per item and
-    :meth:`close` at the end (a context manager does).  Imports nothing of Prefect."""
+    :meth:`close` at the end (a context manager does).  Off a terminal a line comes when an
+    item ends ``every_s`` seconds or more after the last line, and otherwise every
+    ``every_s`` seconds (every second when it is 0) while work goes on; the closing line
+    only when it would say something new (a command that fails before any item ends shows
+    its error alone).  Imports nothing of Prefect."""
 
     def __init__(self, total: int, stream: TextIO | None = None, every_s: float = 5.0,
                  words: tuple[str, str] = ("accepted", "rejected")) -> None:
@@ -41,7 +45,9 @@ class Ticker:
         self.live = self.stream.isatty()
         self.quiet = os.environ.get(QUIET) == "1"
         self.finished = self.good = 0
-        self.started = time.monotonic()
+        self.started = self._last = time.monotonic()
+        self._shown: int | None = None
+        """How many items had finished when the last line was shown (None: no line yet)."""
         self._lock, self._stop = threading.Lock(), threading.Event()
         self._beat = threading.Thread(target=self._beats, name="progress", daemon=True)
         if not self.quiet and total:
@@ -62,16 +68,20 @@ class Ticker:
             # Prefect logger, which a command quiets
             self.stream.write(f"\r{self.line()}\033[K" if self.live else f"{self.line()}\n")
             self.stream.flush()
+            self._shown, self._last = self.finished, time.monotonic()
 
     def _beats(self) -> None:
-        while not self._stop.wait(1.0 if self.live else self.every_s):
-            self._show()
+        interval = 1.0 if self.live or self.every_s <= 0 else self.every_s
+        while not self._stop.wait(interval):
+            if self.live or time.monotonic() - self._last >= interval:
+                self._show()
 
     def done(self, good: bool) -> None:
         with self._lock:
             self.finished += 1
             self.good += good
-        if self.live and not self.quiet:
+        if not self.quiet and self._beat.is_alive() and (
+                self.live or time.monotonic() - self._last >= self.every_s):
             self._show()
 
     def close(self) -> None:
@@ -79,8 +89,9 @@ class Ticker:
             return
         self._stop.set()
         self._beat.join()
-        self._show()
-        if self.live:
+        if self.finished and self._shown != self.finished:
+            self._show()
+        if self.live and self._shown is not None:
             with self._lock:
                 self.stream.write("\n")
                 self.stream.flush()

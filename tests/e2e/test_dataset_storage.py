@@ -6,6 +6,8 @@ Nothing is faked: the dataset lives on a real 600 KiB tmpfs the test mounts
 Prefect server with the local backend, and the room is made by growing the tmpfs.
 """
 
+import re
+
 from tasks.dataset.query import run_query
 from tasks.dataset.store.manifest import load_manifest
 from tests.support.small_disk import remount, small_disk
@@ -19,7 +21,8 @@ def test_a_full_disk_stops_the_run_in_one_line_and_resume_finishes_it(cli, tmp_p
         data = disk / "data"
         proc = cli("run", *RUN, "--data", data)
         assert proc.returncode == 75, proc.stdout[-2000:] + proc.stderr[-3000:]
-        (line,) = proc.stderr.strip().splitlines()
+        *progress, line = proc.stderr.strip().splitlines()  # the error: the last line, alone
+        assert all(re.match(r"\d+/8 done, ", p) for p in progress), progress
         assert line.startswith("taskfactory: error: cannot write ") and "No space left" in line
         assert f"taskfactory run --resume --data {data}" in line
         (entry,) = load_manifest(data).runs.values()
