@@ -103,11 +103,12 @@ spared = {1, os.getpid(), os.getppid(),
           *(int(p) for p in os.environ.get("TF_SANDBOX_PIDS", "").split(",") if p)}
 for _ in range(3):  # uid's processes (but its runner), and with others every non-root one's
     for pid in [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in spared]:
-        try:
-            owner = os.stat(f"/proc/{pid}").st_uid
-            if owner == uid or (others and owner != 0):
+        try:  # the uids from status: /proc/<pid> is root's when a process is non-dumpable
+            with open(f"/proc/{pid}/status") as f:
+                uids = next(line for line in f if line.startswith("Uid:")).split()[1:]
+            if str(uid) in uids or (others and any(u != "0" for u in uids)):
                 os.kill(pid, signal.SIGKILL)
-        except OSError:
+        except (OSError, StopIteration):
             pass
 for place in places:  # what those users and root left where uid's reset cannot remove it
     for name in os.listdir(place):

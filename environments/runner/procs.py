@@ -112,24 +112,40 @@ def survivors(keep: tuple[int, ...] = ()) -> list[int]:
     return [pid for pid, _, _ in _processes(keep)]
 
 
+def _uids(pid: str) -> list[bytes]:
+    """The real, effective, saved and filesystem uids of ``pid`` from its ``status`` (which
+    every user may read): the owner of ``/proc/<pid>`` is root for a process that made
+    itself non-dumpable, so it cannot tell whose the process is."""
+    with open(f"/proc/{pid}/status", "rb") as f:
+        for line in f:
+            if line.startswith(b"Uid:"):
+                return line.split()[1:]
+    return []
+
+
 def _processes(keep: tuple[int, ...]) -> list[tuple[int, list[bytes], list[bytes]]]:
     """(pid, stat fields after the name, environment) of each live process of this uid,
-    but this one, its parent, pid 1 and ``keep``."""
-    me, uid = os.getpid(), os.getuid()
+    but this one, its parent, pid 1 and ``keep``.  A process of this uid whose environment
+    cannot be read (it made itself non-dumpable) is listed with an empty one: it is still
+    there to be killed."""
+    me, uid = os.getpid(), str(os.getuid()).encode()
     spared = {me, os.getppid(), 1, *keep}
     found = []
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) in spared:
             continue
         try:
-            if os.stat(f"/proc/{name}").st_uid != uid:
+            if uid not in _uids(name):
                 continue
             with open(f"/proc/{name}/stat", "rb") as f:
                 fields = f.read().rsplit(b")", 1)[1].split()
-            with open(f"/proc/{name}/environ", "rb") as f:
-                env = f.read().split(b"\0")
         except (OSError, IndexError):
             continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            env = []
         if fields[0] != b"Z":
             found.append((int(name), fields, env))
     return found

@@ -692,3 +692,35 @@ def test_docker_reap_without_run_id_removes_dead_owners(providers: _Providers) -
         assert live.exec(["true"]).exit_code == 0
     finally:
         live.close()
+
+
+_NON_DUMPABLE = ("setsid python3 -c 'import ctypes, time; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); "
+                 "time.sleep(600)' </dev/null >/dev/null 2>&1 & sleep 0.5")
+
+
+@pytest.mark.docker
+def test_a_non_dumpable_process_is_killed_by_the_reset_and_the_root_cleanup() -> None:
+    """A process that makes itself non-dumpable owns no /proc entry of its own (root does):
+    the reset and the cleanup after a privileged command still find it as the sandbox
+    user's and kill it."""
+    run_id = f"{RUN_ID}-nondump-{uuid.uuid4().hex[:6]}"
+    provider = make_provider(DockerConfig(), run_id)
+    try:
+        first = provider.open()
+        snap = first.snapshot()
+        assert first.exec(["bash", "-c", _NON_DUMPABLE]).exit_code == 0
+        assert first.exec(["true"], privileged=True).exit_code == 0
+        first.restore(snap)  # the root cleanup
+        users = _lines(first, ["ps", "-e", "--no-headers", "-o", "user,comm"])
+        assert sorted(users).count("agent    python3") <= 1, users  # the runner alone
+        assert first.exec(["bash", "-c", _NON_DUMPABLE]).exit_code == 0
+        container = first.container_id  # type: ignore[attr-defined]
+        first.close()  # the reset
+        second = provider.open()
+        if second.container_id == container:  # type: ignore[attr-defined]
+            users = _lines(second, ["ps", "-e", "--no-headers", "-o", "user,comm"])
+            assert [u for u in users if u.startswith("agent")] == [
+                "agent    python3", "agent    ps"], users  # the runner's, and ps
+        second.close()
+    finally:
+        provider.close()
