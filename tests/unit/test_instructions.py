@@ -513,3 +513,51 @@ def test_one_item_never_answers_another():
     assert answered_by("growth", ticket, "ticket `8`: on the team of its assignee") is None
     assert answered_by("7", [Check(kind="state", section="t", key="k", expected="7")],
                        "7") is None  # too short to be read off anything
+
+
+def test_a_fix_task_opens_with_its_symptom_alone():
+    """A fix task planned in a scenario opens with the fault's symptom, not also with the
+    scenario's motivation: before, two openings stood one after the other ("The data
+    exports go to an outside analyst..." then "Problem: loading one of the CSV exports...")."""
+    graph = WorkflowGraph(ecosystem="files", shape="chain", fault="duplicated_rows",
+                          scenario="export_handover", steps=[
+                              Step(id="s1", tool="find_repeated_rows", bind={}),
+                              Step(id="s2", tool="dedupe_rows", bind={"path": _from("s1")})])
+    trace = Trace(steps=[_step("s1", "find_repeated_rows", {}, "data/orders.csv\n"),
+                         _step("s2", "dedupe_rows", {"path": "data/orders.csv"})])
+    checks = [Check(kind="state", section="files", key="data/orders.csv",
+                    expected="data/orders.csv")]
+    motivations = FILES.spec.scenario("export_handover").motivations
+    symptom = FILES.spec.fault("duplicated_rows").symptom.strip()
+    for seed in range(12):
+        text = render_instruction(FILES, graph, trace, seed, checks=checks).text
+        assert symptom[1:] in text.split("\n\n")[0], text  # its first letter may be upper-cased
+        assert not any(m.strip() in text for m in motivations), text
+
+
+def test_a_found_user_beside_a_new_one_is_named_by_a_letter():
+    """"a new comment by that user" after a new user was listed could mean either user:
+    the user found by description is named by a letter when the list creates a user."""
+    service = load_ecosystem("service")
+    sample = {"kind": "sample", "facet": "x"}
+    graph = WorkflowGraph(ecosystem="service", shape="chain", steps=[
+        Step(id="s1", tool="create_user", bind={p: Binding(**sample)
+                                                for p in ("name", "user", "team")}),
+        Step(id="s2", tool="create_ticket", bind={p: Binding(**sample) for p in
+                                                  ("ticket", "title", "team", "priority")}),
+        Step(id="s3", tool="comment_ticket", bind={"ticket": _from("s2"),
+                                                   "author": Binding(**sample),
+                                                   "body": Binding(**sample)})])
+    trace = Trace(steps=[
+        _step("s1", "create_user", {"name": "Tamara Lee", "user": "tamara@example.com",
+                                    "team": "web"}, "tamara@example.com\n"),
+        _step("s2", "create_ticket", {"ticket": "45", "title": "Login loop", "team": "web",
+                                      "priority": "low"}, "45\n"),
+        _step("s3", "comment_ticket", {"ticket": "45", "author": "diana@example.com",
+                                       "body": "Fix is in review."}, "45\n")])
+    checks = [Check(kind="state", section="users", key="tamara@example.com",
+                    expected="tamara@example.com"),
+              Check(kind="state", section="tickets", key="45", expected="45")]
+    described = {"diana@example.com": "the user named `Diana Lloyd`"}
+    text = render_instruction(service, graph, trace, 3, checks=checks, described=described).text
+    assert "user A" in text and "that user" not in text, text
