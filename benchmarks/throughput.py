@@ -8,7 +8,8 @@ uncounted warm-up run), then ``--repeat`` rounds of counted runs with different 
 with several ``--workers`` values, each round runs every value in turn (interleaved, so
 drift in the machine's speed hits all alike).  Prints per worker count the median
 accepted tasks per minute and its ratio to the first count, and for the median run the
-per-candidate time split by phase read back from the ``attempts`` table.
+per-candidate time split by phase read back from the ``attempts`` table, the gate's
+time per control, and the share of Docker sandboxes opened in a kept container.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 
+from environments.docker.backend import POOL  # noqa: E402
 from flows.factory import run_factory  # noqa: E402
 from flows.settings import RunSettings  # noqa: E402
 from tasks.dataset.query import run_query  # noqa: E402
@@ -43,6 +45,18 @@ class ControlTimes(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         self.ms[record.control].append(record.ms)  # type: ignore[attr-defined]
 
+
+class PoolHits(logging.Handler):
+    """Counts the Docker sandboxes opened in a kept container and in a new one
+    (``environments.docker.backend.POOL``)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.opened: dict[str, int] = defaultdict(int)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.opened[record.pool] += 1  # type: ignore[attr-defined]
+
 PHASES = ["sandbox_s", "execute_s", "gate_s", "render_s"]
 LABELS = {"sandbox_s": "sandbox start + seed", "execute_s": "execution + probes",
           "gate_s": "gate", "render_s": "rendering",
@@ -50,9 +64,11 @@ LABELS = {"sandbox_s": "sandbox start + seed", "execute_s": "execution + probes"
 
 
 def one_run(tasks: int, seed: int, backend: str, workers: int) -> dict:
-    times = ControlTimes()
+    times, pool = ControlTimes(), PoolHits()
     TIMING.addHandler(times)
     TIMING.setLevel(logging.DEBUG)
+    POOL.addHandler(pool)
+    POOL.setLevel(logging.DEBUG)
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         try:
@@ -60,6 +76,7 @@ def one_run(tasks: int, seed: int, backend: str, workers: int) -> dict:
                                               backend=backend, workers=workers))
         finally:
             TIMING.removeHandler(times)
+            POOL.removeHandler(pool)
         wall = time.perf_counter() - t0
         sums = ", ".join(f"sum({p})" for p in PHASES)
         _, rows = run_query(Path(tmp), f"select {sums}, sum(total_s), sum(sandboxes) "
@@ -69,7 +86,7 @@ def one_run(tasks: int, seed: int, backend: str, workers: int) -> dict:
     return {"wall_s": wall, "accepted": summary.accepted, "candidates": summary.candidates,
             "per_min": summary.accepted / wall * 60, "write_s": summary.write_s,
             "overhead_s": max(0.0, wall * workers - busy), "sandboxes": rows[0][5],
-            "controls": dict(times.ms), **phase}
+            "controls": dict(times.ms), "pool": dict(pool.opened), **phase}
 
 
 def report_split(run: dict, workers: int) -> None:
@@ -83,6 +100,11 @@ def report_split(run: dict, workers: int) -> None:
           f"sandboxes per candidate: {run['sandboxes'] / run['candidates']:.2f} "
           "(one for execution and the gate; repaired traces: + the gate's fresh one "
           "and rebuilds for added packages)")
+    opened = run["pool"]
+    if opened:
+        hits = opened.get("reused", 0)
+        print(f"sandbox pool: {hits} of {sum(opened.values())} Docker sandboxes opened in a "
+              f"kept container ({100 * hits / sum(opened.values()):.0f}% hit rate)")
     controls = run["controls"]
     total_ms = sum(sum(v) for v in controls.values())
     print("the gate per control (ms per candidate: summed over the run / candidates; share of "

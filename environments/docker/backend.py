@@ -14,7 +14,8 @@ running and empty the logs folder (``DockerConfig.logs_dir``), opened to every u
 Containers carry the labels ``taskfactory.run`` and ``taskfactory.owner_pid`` for ``reap``.
 
 With ``DockerConfig.reuse`` (the default), a closed sandbox's container is not removed
-but reset by its runner and kept for the provider's next sandbox: every other process
+but reset by its runner (the container's own, or the one started after a command killed
+it) and kept for the provider's next sandbox: every other process
 of the sandbox user KILLed, every place it may write emptied (``mounts.reset_places``;
 the root filesystem is read-only), and the container kept only when nothing a fresh one
 would not have is left (``runner.reset``).  A new container costs the engine ~200 ms of
@@ -85,6 +86,9 @@ if TYPE_CHECKING:
     from environments.docker.config import DockerConfig
 
 log = logging.getLogger(__name__)
+POOL = logging.getLogger("environments.docker.pool")
+"""One DEBUG record per sandbox opened, its ``pool`` attribute ``"reused"`` (a kept
+container) or ``"new"``: the pool's hit rate (``benchmarks/throughput.py`` reads them)."""
 
 RUN_LABEL = "taskfactory.run"
 OWNER_LABEL = "taskfactory.owner_pid"
@@ -372,10 +376,10 @@ class DockerSandbox(Sandbox):
     def _reset(self) -> list[str]:
         """Make the container like a fresh one for another sandbox (``runner.reset``);
         returns why it could not be (empty when it is)."""
-        places, runner = reset_places(self._cfg), self._runners.own()
+        places, runner = reset_places(self._cfg), self._runners.get()
         if places is None or runner is None:
             return ["the root filesystem is writable" if places is None
-                    else "its own runner is gone"]
+                    else "no runner can be started"]
         try:
             self._root_cleanup(others=True)
             return runner.reset(places)
@@ -455,6 +459,8 @@ class DockerProvider(SandboxProvider):
 
     def _create(self, labels: dict[str, str]) -> DockerSandbox:
         reused = self._reuse()
+        POOL.debug("sandbox opened in a %s container", "kept" if reused else "new",
+                   extra={"pool": "reused" if reused else "new"})
         if reused is not None:
             return reused
         cfg = self.config

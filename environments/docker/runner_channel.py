@@ -325,13 +325,6 @@ class RunnerSlot:
         runner = self._runner
         return runner if runner is not None and runner.alive else None
 
-    def own(self) -> RunnerChannel | None:
-        """The runner (started now if it was not yet) when it is the container's own
-        command, whose parent is the container's main shell, so it may reset the
-        container; else None."""
-        runner = self.get()
-        return runner if runner is not None and runner.exec_id is None else None
-
     def close(self) -> None:
         """Close the runner and start no other. Idempotent."""
         with self._lock:

@@ -1,8 +1,9 @@
 """Reset of a sandbox container for its next sandbox (standard library only).
 
-The runner is the container's own command and the only process to keep (with its parent
-shell and the init).  :func:`reset` KILLs every other process of the sandbox user, empties
-the places the sandbox may write (the host names them: with a read-only root filesystem
+The runner doing it is the only process of the sandbox user to keep: the container's own
+command, or the runner ``docker exec`` started after a command killed that one (``kill -9
+-1`` as the sandbox user).  :func:`reset` KILLs every other process of the sandbox user,
+empties the places the sandbox may write (the host names them: with a read-only root filesystem
 they are all there is), and then checks what a fresh container would not have: a process
 left, an entry left in one of those places, System V IPC objects or message queues, an
 open socket, or a connection in TIME_WAIT on a server's port (a server binding that

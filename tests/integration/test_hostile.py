@@ -13,6 +13,7 @@ from pathlib import Path
 import docker
 import pytest
 
+from environments.docker.backend import RUN_LABEL
 from environments.docker.config import DockerConfig
 from environments.docker.harbor_container import remove_run
 from flows.run.candidate import build_candidate, ecosystem
@@ -143,6 +144,22 @@ def _unsealed(text: str, logs_too: bool = True) -> str:
         weak = weak.replace("def take_logs(path):", "def take_logs(path):\n    return\n")
     assert weak != text
     return weak
+
+
+def test_the_hostile_control_leaves_its_container_to_the_next_candidate(outcomes, engine):
+    """After the attacks (the last control) the container is reset and kept for the run's
+    next candidate.  Before, the verifier killer's ``pkill`` also ended the agent's own
+    runner (its command line matches a verifier's), only the container's first runner
+    could reset it, and every candidate paid for a new container."""
+    run = f"{RUN}-reuse"
+    try:
+        outcome = build_candidate(outcomes["files"].candidate, "files", DockerConfig(), run)
+        assert outcome.task is not None and outcome.task.gate.hostile_reward == 0.0
+        kept = engine.containers.list(filters={"label": f"{RUN_LABEL}={run}"})
+        assert len(kept) >= 1
+    finally:
+        close_run(run)
+    assert engine.containers.list(filters={"label": f"{RUN_LABEL}={run}"}) == []
 
 
 def test_a_verifier_that_stops_nothing_is_rejected_as_hackable_in_the_gate(outcomes,

@@ -600,6 +600,31 @@ def test_docker_reuses_a_container_only_after_a_clean_reset() -> None:
 
 
 @pytest.mark.docker
+def test_docker_reuses_a_container_whose_runner_the_sandbox_user_killed() -> None:
+    """An agent may end its own runner (``kill -9 -1``, or a ``pkill`` whose pattern
+    matches it, as the hostile control's verifier killer does): the runner started in its
+    place resets the container as well, and the container serves the next sandbox (it was
+    removed, and every candidate paid for a new container, ~300 ms of engine CPU)."""
+    run_id = f"{RUN_ID}-reuse-killed-{uuid.uuid4().hex[:6]}"
+    provider = make_provider(DockerConfig(), run_id)
+    first = provider.open()
+    assert first.exec(["sh", "-c", "kill -9 -1; sleep 5"], timeout=30).exit_code != 0
+    assert first.exec(["sh", "-c", "echo left > /tmp/left; sleep 300 &"]).ok
+    assert first.exec(["true"], privileged=True).ok
+    first.close()
+
+    second = provider.open()
+    assert second.container_id == first.container_id  # type: ignore[attr-defined]
+    assert _lines(second, ["find", "/tmp", "-mindepth", "1", "-not", "-path",
+                           "/tmp/.tf-snap"]) == []
+    agent = _lines(second, ["ps", "-u", "1000", "--no-headers", "-o", "comm"])
+    assert sorted(agent) == ["ps", "python3"]  # the runner, and ps: no sleep left
+    second.close()
+    provider.close()
+    assert _containers(run_id) == []
+
+
+@pytest.mark.docker
 def test_docker_container_config_and_labels() -> None:
     run_id = f"{RUN_ID}-labels"
     with make_provider(DockerConfig(), run_id) as provider, \
