@@ -1,4 +1,4 @@
-"""The commands that read a dataset (query, stats, card) and the dataset checks of ``run``.
+"""The commands that read a dataset: query, stats, card and export sft.
 
 Thin: parse, call :class:`tasks.dataset.Dataset`, print.  None of them imports Prefect or
 Docker (``card`` imports matplotlib).  Every problem is a :class:`flows.commands.usage.UsageError`
@@ -10,57 +10,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
+from flows.commands.arguments import number, path, text
 from flows.commands.help import command
 from flows.commands.usage import UsageError, option_error
-
-RUN_OUTPUT_OPTIONS = ["tasks", "seed", "backend", "ecosystem", "depth_weights", "max_depth",
-                      "kinds", "off_scenario", "no_repair"]
-"""Run options that --resume takes from the recorded run instead, besides every flag of the
-candidate's settings."""
-
-
-@contextlib.contextmanager
-def hold_for_run(data: Path) -> Iterator[None]:
-    """Hold ``data``'s writer lock for a run (unless this process holds it already), lent
-    to the flow the run starts (which re-enters it), and make the checks every writer
-    makes: a dataset another process writes, or one that is corrupt or holds shards its
-    manifest cannot account for, raises DatasetError before anything is written."""
-    from tasks.dataset import Dataset
-
-    dataset = Dataset(data)
-    with contextlib.ExitStack() as stack:
-        if not dataset.holds_lock():
-            stack.enter_context(dataset.lock(lend=True))
-        with dataset.writable():
-            pass
-        yield
-
-
-def resume_settings(args: argparse.Namespace):
-    """(run id, settings) of the run that ``--resume`` continues."""
-    from flows.settings import RunSettings
-    from tasks.dataset import Dataset, DatasetError
-    from tasks.stages.settings import CandidateSettings
-
-    given = [f"--{o.replace('_', '-')}" for o in [*RUN_OUTPUT_OPTIONS,
-                                                  *CandidateSettings.model_fields]
-             if getattr(args, o) not in (None, False)]
-    if given:
-        raise UsageError(f"--resume continues a run with its recorded settings; drop "
-                         f"{', '.join(given)}")
-    if not (args.data / "_manifest.json").exists():
-        raise UsageError(f"--resume: no dataset at {args.data}; start a run without --resume")
-    try:
-        run_id, recorded = Dataset(args.data).resumable(
-            None if args.resume is True else args.resume)
-    except DatasetError as exc:
-        raise UsageError(str(exc)) from None
-    return run_id, RunSettings.model_validate(
-        {**recorded, "data": args.data, "workers": args.workers or recorded["workers"],
-         "shard_rows": args.shard_rows or recorded["shard_rows"]})
 
 
 def cmd_query(args: argparse.Namespace) -> int:
@@ -151,3 +105,83 @@ def cmd_card(args: argparse.Namespace) -> int:
         path, _ = dataset.write_card()
     print(f"dataset card: {path} (plots in {args.data / 'plots'})")
     return 0
+
+
+def cmd_export_sft(args: argparse.Namespace) -> int:
+    from tasks.dataset.dataset import readable
+    from tasks.exports.sft import ExportError
+    from tasks.exports.sft.export import Options, export_sft
+
+    options = Options(args.format, args.supervision, args.action_space, args.arguments,
+                      args.reasoning_key, args.template_family, args.tokenizer, args.source,
+                      args.where)
+    try:
+        with readable(args.data, keep=(ExportError,)):
+            n = export_sft(args.data, args.out, options)
+    except ExportError as exc:
+        raise UsageError(str(exc)) from None
+    shape = f"{args.format} tokenized" if args.tokenizer else args.format
+    print(f"wrote {n} {args.action_space}/{args.supervision} {args.source} as {shape} "
+          f"JSONL to {args.out}, with its trainer files beside it")
+    return 0
+
+
+def add_dataset_parsers(sub: argparse._SubParsersAction) -> None:
+    """``query``, ``stats`` and ``card``: the commands that read a dataset."""
+    query = sub.add_parser("query", help="SQL over the dataset (DuckDB)")
+    query.add_argument("sql", type=text,
+                       help="one SELECT (DuckDB SQL) over the tables tasks, trajectories, "
+                            "steps, attempts, runs, rollouts and difficulty; quote it")
+    query.add_argument("--data", type=path, default=Path("data"), help="dataset folder")
+    query.add_argument("--verify", action="store_true",
+                       help="accepted for old scripts; does nothing: every shard's sha256 is "
+                            "always checked")
+    query.add_argument("--format", choices=["table", "csv", "json"], default="table",
+                       help="table: aligned columns; csv: with a header row; json: JSON "
+                            "Lines, one object per row")
+    query.add_argument("--memory-limit", type=text, metavar="SIZE",
+                       help="DuckDB's memory limit (default 2GB); beyond it the query "
+                            "spills to a scratch folder under TMPDIR")
+    query.add_argument("--timeout", type=number, metavar="S",
+                       help="stop the query after S seconds (default 600; 0: never)")
+    query.set_defaults(func=cmd_query)
+    stats = sub.add_parser("stats", help="yield, rejections, repairs, distributions and "
+                                         "instruction diversity")
+    stats.add_argument("--data", type=path, default=Path("data"), help="dataset folder")
+    stats.add_argument("--format", choices=["text", "json"], default="text",
+                       help="json: the instruction-diversity figures as JSON")
+    stats.set_defaults(func=cmd_stats)
+    card = sub.add_parser("card", help="rewrite the dataset card (README.md + plots)")
+    card.add_argument("--data", type=path, default=Path("data"), help="dataset folder")
+    card.set_defaults(func=cmd_card)
+
+
+def add_sft_export_parser(targets: argparse._SubParsersAction) -> None:
+    """``export sft``."""
+    from tasks.exports.sft.families import FAMILIES, REASONING_KEYS
+
+    sft = targets.add_parser("sft", help="trajectories as JSONL for SFT trainers")
+    sft.add_argument("--format", choices=["hf", "openai", "sharegpt"], default="hf",
+                     help="hf: messages + tools with per-message train flags (TRL, axolotl); "
+                          "openai: OpenAI fine-tuning rows; sharegpt: LLaMA-Factory")
+    sft.add_argument("--supervision", choices=["masked", "full", "actobs"], default="masked")
+    sft.add_argument("--action-space", choices=["function", "terminal"], default="function")
+    sft.add_argument("--arguments", choices=["object", "string"],
+                     help="hf: tool-call arguments as JSON objects (default) or strings")
+    sft.add_argument("--reasoning-key", choices=REASONING_KEYS,
+                     help="hf: where reasoning goes (default reasoning_content; inline: "
+                          "<think>...</think> before the content)")
+    sft.add_argument("--template-family",
+                     choices=list(FAMILIES),
+                     help="the chat template the rows will meet: warns when it drops the "
+                          "reasoning; sharegpt: its thought words")
+    sft.add_argument("--tokenizer", type=path, metavar="DIR",
+                     help="local tokenizer folder with a chat template: write input_ids, "
+                          "attention_mask and labels (the supervision mask per token)")
+    sft.add_argument("--source", choices=["trajectories", "rollouts"], default="trajectories",
+                     help="rollouts: the successful, grounded attempts of `taskfactory solve`")
+    sft.add_argument("--where", type=text, help="condition on tasks and difficulty, e.g. "
+                                     "\"pass_at_k < 0.75\"")
+    sft.add_argument("--out", type=path, required=True, help="JSONL file to write")
+    sft.add_argument("--data", type=path, default=Path("data"))
+    sft.set_defaults(func=cmd_export_sft)

@@ -4,7 +4,7 @@
 (:class:`flows.settings.RunSettings`), so each field is declared once, with its default,
 bounds and help; the run hands every candidate ``settings.candidate()``, the context holds
 it as ``ctx.settings``, and the run's config hash hashes its fields.  A new setting a stage
-reads is a field here, its flag in ``flows/cli.py`` and the stage that reads it.
+reads is a field here, its flag in ``flows/commands/run.py`` and the stage that reads it.
 """
 
 from __future__ import annotations

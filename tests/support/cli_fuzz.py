@@ -41,8 +41,8 @@ example database (nothing written in the working tree)."""
 EXIT_CODES = {0, 2, 3}
 
 BOUNDARIES = {
-    "flows.cli._run": "run: the engine, the temporary Prefect server, the flow",
-    "flows.cli._serve": "serve: Prefect serves the flow",
+    "flows.commands.run._run": "run: the engine, the temporary Prefect server, the flow",
+    "flows.commands.run._serve": "serve: Prefect serves the flow",
     "flows.commands.solve._solve": "solve: the engine, Prefect, the agent's endpoint",
     "flows.commands.harbor._run_checks": "check-harbor and export harbor --check: the engine",
     "tasks.plan.planner.plan_candidates": "plan: planning --n graphs",

@@ -8,7 +8,8 @@ from typing import Literal, get_args, get_origin
 
 import pytest
 
-from flows.cli import _settings, build_parser
+from flows.cli import build_parser
+from flows.commands.run import _settings
 from flows.settings import RunSettings
 from tasks.dataset.provenance import Built, Planned, config_hash
 from tasks.stages.settings import CandidateSettings

@@ -118,7 +118,8 @@ def test_run_warns_about_an_ecosystem_without_discovery(tmp_path, capsys):
     """The fixture declares no discovery and no fault injectors: a run that will start says
     both (the default mix asks for fix tasks where possible); a run refused (an unwritable
     --data) prints its one error line only, and so does plan."""
-    from flows.cli import _settings, build_parser
+    from flows.cli import build_parser
+    from flows.commands.run import _settings
 
     blocker = tmp_path / "a-file"
     blocker.write_text("")
