@@ -118,8 +118,12 @@ class Watchdog:
         deadline = time.monotonic() + self.timeout_s
         while True:
             left = max(0.0, deadline - time.monotonic()) if self.timeout_s else None
-            ready, _, _ = select.select([self._read], [], [], left)
+            # select() takes no timeout past the platform's time_t: wait in hours at most
+            ready, _, _ = select.select([self._read], [], [],
+                                        None if left is None else min(left, 3600.0))
             if not ready:
+                if deadline > time.monotonic():
+                    continue
                 self.stopped = "timeout"
                 break
             byte = os.read(self._read, 1)

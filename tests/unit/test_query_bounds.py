@@ -149,3 +149,16 @@ def test_readers_spill_into_the_scratch_folder_not_the_working_directory(data, t
         con.close()
     assert Path(folder).parent == Path(tempfile.gettempdir())
     assert Path(folder).name.startswith(f"taskfactory-duckdb-{os.getpid()}-")
+
+
+def test_a_timeout_past_the_platforms_clock_still_watches(data, tmp_path):
+    """``--timeout 1e15`` (no upper bound is documented) is a limit like any other: the
+    watchdog waits in hours at most, since select() cannot wait past time_t.  Before, its
+    thread died with OverflowError and a Ctrl-C went unanswered."""
+    proc = start(data, SORT.format(n=10**9), "--timeout", "1e15", cwd=tmp_path)
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode != 0
+    assert "OverflowError" not in err
+    assert "interrupted" in err.lower() or "stopped" in err.lower(), err
