@@ -183,6 +183,26 @@ def test_a_fix_graph_is_about_its_fault(name):
         assert findings({"steps": []}, [], g.model_dump(), repairs) == set(), g
 
 
+@pytest.mark.parametrize("name", builtin_names())
+def test_a_fix_graph_builds_nothing_on_its_repair(name):
+    """One job: after the repair steps at most one read, and it reads the repaired entry (a
+    report on what the fix left).  Before, a write chain followed: a subtask filed under
+    the repaired ticket and then resolved, a release-candidate tag on the restored tag."""
+    eco = ECOSYSTEMS[name]
+    fixes = [c.graph for seed in (5, 11) for c in plan_candidates(eco, 100, seed)[0]
+             if c.graph.fault]
+    followed = 0
+    for g in fixes:
+        repairs = len(eco.spec.fault(g.fault).repair)
+        after = g.steps[repairs:]
+        assert len(after) <= 1, g
+        for step in after:
+            followed += 1
+            assert eco.spec.tool(step.tool).effect == "read", g
+            assert any(b.step == g.steps[repairs - 1].id for b in step.bind.values()), g
+    assert followed, name
+
+
 def test_a_fix_already_planned_becomes_a_build_candidate():
     """A repair nothing builds on is one graph per fault: a fix candidate whose re-plans
     all repeat it is planned as a build candidate instead of a duplicate."""
