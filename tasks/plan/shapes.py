@@ -56,6 +56,11 @@ class GraphBuilder:
     names: set[str] = field(default_factory=set)
     read: set[str] = field(default_factory=set)
     changed: set[str] = field(default_factory=set)
+    settled: dict[str, frozenset[str]] = field(default_factory=dict)
+    """Per step whose output is a record the task created: the fields the task has set on
+    it so far (the creating step's arguments and ``returns.settles``, then each in-place
+    write's ``returns.changes``).  No later write sets one again: a ticket created and then
+    resolved, or retitled, is one job said twice (:mod:`tasks.execute.purpose`)."""
     usage: Counter[str] = field(default_factory=Counter)
     """How often each tool was used by the run so far (biases choices toward coverage)."""
     lookup: bool | None = None
@@ -99,6 +104,9 @@ class GraphBuilder:
             elif not self.choices(tool, p.name):
                 return False
         target = tool.returns.from_param or ""
+        if in_place(tool) and target in upstream and \
+                self.settled.get(upstream[target], frozenset()) & set(tool.returns.changes):
+            return False
         changes_state_value = in_place(tool) and tool.param(target).typed
         # never change a state value another step reads
         return not (changes_state_value and target not in upstream
@@ -125,6 +133,10 @@ class GraphBuilder:
                 bind[p.name] = Binding(kind="state", value=value)
         self.steps.append(Step(id=step_id, tool=tool.name, bind=bind))
         self.out[step_id] = tool.returns
+        if tool.creates:
+            self.settled[step_id] = frozenset(tool.returns.settles) | {p.name for p in tool.params}
+        elif target in upstream and upstream[target] in self.settled:
+            self.settled[step_id] = self.settled[upstream[target]] | set(tool.returns.changes)
         return step_id
 
     def used(self) -> set[str]:
