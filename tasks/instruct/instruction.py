@@ -290,7 +290,7 @@ def render_instruction(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed:
         report = label + eco.spec.fault(graph.fault).symptom.strip()
         report_id = "/" + report_id
     motivation, motivation_id = "", ""
-    if graph.scenario:
+    if graph.scenario and not graph.fault:  # a fix task's symptom is its one opening
         motivations = eco.spec.scenario(graph.scenario).motivations
         i = rng.randrange(len(motivations))
         motivation, motivation_id = motivations[i].strip(), f"/{graph.scenario}.m{i + 1}"

@@ -513,3 +513,23 @@ def test_one_item_never_answers_another():
     assert answered_by("growth", ticket, "ticket `8`: on the team of its assignee") is None
     assert answered_by("7", [Check(kind="state", section="t", key="k", expected="7")],
                        "7") is None  # too short to be read off anything
+
+
+def test_a_fix_task_opens_with_its_symptom_alone():
+    """A fix task planned in a scenario opens with the fault's symptom, not also with the
+    scenario's motivation: before, two openings stood one after the other ("The data
+    exports go to an outside analyst..." then "Problem: loading one of the CSV exports...")."""
+    graph = WorkflowGraph(ecosystem="files", shape="chain", fault="duplicated_rows",
+                          scenario="export_handover", steps=[
+                              Step(id="s1", tool="find_repeated_rows", bind={}),
+                              Step(id="s2", tool="dedupe_rows", bind={"path": _from("s1")})])
+    trace = Trace(steps=[_step("s1", "find_repeated_rows", {}, "data/orders.csv\n"),
+                         _step("s2", "dedupe_rows", {"path": "data/orders.csv"})])
+    checks = [Check(kind="state", section="files", key="data/orders.csv",
+                    expected="data/orders.csv")]
+    motivations = FILES.spec.scenario("export_handover").motivations
+    symptom = FILES.spec.fault("duplicated_rows").symptom.strip()
+    for seed in range(12):
+        text = render_instruction(FILES, graph, trace, seed, checks=checks).text
+        assert symptom[1:] in text.split("\n\n")[0], text  # its first letter may be upper-cased
+        assert not any(m.strip() in text for m in motivations), text
