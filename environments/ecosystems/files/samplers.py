@@ -37,11 +37,12 @@ def token(content: bytes, rng: random.Random, **_: str) -> str:
 
 
 def line_count(content: bytes, rng: random.Random, **_: str) -> str:
-    """A strict prefix length that keeps at least half of the lines."""
+    """A strict prefix length that keeps at least half of the lines, and two or more
+    ("the first 1 lines" is no sentence a person writes)."""
     n = len(_lines(content))
-    if n < 2:
-        raise LookupError("file too short to take a strict prefix")
-    return str(rng.randint(max(1, n // 2), n - 1))
+    if n < 3:
+        raise LookupError("file too short to take a strict prefix of two lines or more")
+    return str(rng.randint(max(2, n // 2), n - 1))
 
 
 def _table(content: bytes) -> tuple[list[str], list[list[str]]]:
