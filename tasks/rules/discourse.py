@@ -18,9 +18,10 @@ of its own, and afterwards refers back to it:
   is the file holding table `customers`.") and named by its head afterwards.
 
 A reference is ``that <noun>`` (``the new <noun>`` for a new entry), the noun read from
-the result's semantic type; when two results of one noun are introduced, each gets a
-letter ("call it file A").  Sentences come in the order the results are first needed, a
-result's own inputs first.  Pure: nothing runs.
+the result's semantic type; when two results of one noun are introduced (or one is, and
+a listed item creates a record of that noun), each gets a letter ("call it file A").
+Sentences come in the order the results are first needed, a result's own inputs first.
+Pure: nothing runs.
 """
 
 from __future__ import annotations
@@ -139,6 +140,10 @@ class Discourse:
         nouns = [self._noun(u) for u in introduced]
         nouns += [head_noun(t) for x, t in composer.described.items()
                   if x in used and _DEFINED.match(t) is None]
+        # a record a listed step creates competes for "that <noun>" too: with a new user
+        # in the list, "that user" for the user found could mean either
+        nouns += {noun_of(composer.tool(i).returns.type) for i in composer.flow.listed
+                  if composer.tool(i).creates}
         self._shared_nouns = {n for n, k in Counter(nouns).items() if k > 1}
         self._letters: Counter[str] = Counter()
 

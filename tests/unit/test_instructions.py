@@ -555,3 +555,31 @@ def test_a_created_record_is_not_said_to_lack_what_a_later_item_gives_it():
         text = render_instruction(service, graph, trace, 3, style=style, checks=checks).text
         assert "Login loop" in text and "no labels" in text, text
         assert "no assignee" not in text, text
+
+
+def test_a_found_user_beside_a_new_one_is_named_by_a_letter():
+    """"a new comment by that user" after a new user was listed could mean either user:
+    the user found by description is named by a letter when the list creates a user."""
+    service = load_ecosystem("service")
+    sample = {"kind": "sample", "facet": "x"}
+    graph = WorkflowGraph(ecosystem="service", shape="chain", steps=[
+        Step(id="s1", tool="create_user", bind={p: Binding(**sample)
+                                                for p in ("name", "user", "team")}),
+        Step(id="s2", tool="create_ticket", bind={p: Binding(**sample) for p in
+                                                  ("ticket", "title", "team", "priority")}),
+        Step(id="s3", tool="comment_ticket", bind={"ticket": _from("s2"),
+                                                   "author": Binding(**sample),
+                                                   "body": Binding(**sample)})])
+    trace = Trace(steps=[
+        _step("s1", "create_user", {"name": "Tamara Lee", "user": "tamara@example.com",
+                                    "team": "web"}, "tamara@example.com\n"),
+        _step("s2", "create_ticket", {"ticket": "45", "title": "Login loop", "team": "web",
+                                      "priority": "low"}, "45\n"),
+        _step("s3", "comment_ticket", {"ticket": "45", "author": "diana@example.com",
+                                       "body": "Fix is in review."}, "45\n")])
+    checks = [Check(kind="state", section="users", key="tamara@example.com",
+                    expected="tamara@example.com"),
+              Check(kind="state", section="tickets", key="45", expected="45")]
+    described = {"diana@example.com": "the user named `Diana Lloyd`"}
+    text = render_instruction(service, graph, trace, 3, checks=checks, described=described).text
+    assert "user A" in text and "that user" not in text, text
