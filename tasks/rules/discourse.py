@@ -105,6 +105,8 @@ def _capital(text: str) -> str:
 
 
 _SELF_POINTER = re.compile(r"\bthe (\w+) ((?:that|the new) \1|\1 [A-Z]) points to\b")
+_SELF_KEY = re.compile(r"\bthe (\w+) whose \1(?:_id)? is ((?:that|the new) \1|\1 [A-Z])\b")
+"""A referent named by its own key: "the customer whose customer_id is that customer"."""
 _TRAILING_ASIDE = re.compile(r"^(?P<main>.*\S) \((?P<aside>[^()]+)\)(?P<rest>[^()]*)$", re.DOTALL)
 LONG = 20
 """Words past which a phrase's closing aside becomes a sentence of its own."""
@@ -164,8 +166,9 @@ class Discourse:
 
     def finish(self, text: str) -> str:
         """A phrase as a sentence or item shows it: :meth:`trim`, "the commit that commit
-        points to" said as "that commit", and :func:`split_aside`."""
-        text = _SELF_POINTER.sub(r"\2", self.trim(text))
+        points to" and "the customer whose customer_id is that customer" said as "that
+        commit" and "that customer", and :func:`split_aside`."""
+        text = _SELF_KEY.sub(r"\2", _SELF_POINTER.sub(r"\2", self.trim(text)))
         return split_aside(text, word_count(text))
 
     def define(self, literal: str) -> str:

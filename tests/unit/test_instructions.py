@@ -459,7 +459,8 @@ def test_a_looked_up_value_is_explained_where_a_later_step_uses_it(style):
         [found] = instruction.sentences
         assert found.text.startswith("Find the customer_id of the customer whose orders with "
                                      "status `shipped` add up")
-        assert item.text.endswith("whose customer_id is that customer")
+        # not "every order of the customer whose customer_id is that customer"
+        assert item.text.endswith("every order of that customer"), item.text
     else:
         assert ("(`17` is the customer_id of the customer whose orders with status `shipped`"
                 in item.text)
@@ -583,3 +584,4 @@ def test_a_found_user_beside_a_new_one_is_named_by_a_letter():
     described = {"diana@example.com": "the user named `Diana Lloyd`"}
     text = render_instruction(service, graph, trace, 3, checks=checks, described=described).text
     assert "user A" in text and "that user" not in text, text
+
