@@ -15,7 +15,8 @@ of its own, and afterwards refers back to it:
   the entry keeps its reference;
 - a literal named by a description with a definition in parentheses ("the shop's
   database (the file holding table `customers`)") is defined once ("The shop's database
-  is the file holding table `customers`.") and named by its head afterwards.
+  is the file holding table `customers`.") and named by its head afterwards; where the
+  ecosystem's context already says what the head is, it is only named.
 
 A reference is ``that <noun>`` (``the new <noun>`` for a new entry), the noun read from
 the result's semantic type; when two results of one noun are introduced (or one is, and
@@ -173,8 +174,9 @@ class Discourse:
 
     def define(self, literal: str) -> str:
         """How the text names a described literal: its description the first time, or,
-        when the description carries a definition in parentheses, a sentence defining it
-        and its head everywhere."""
+        when the description carries a definition in parentheses, its head everywhere, and
+        a sentence defining it unless the ecosystem's context already says what the head is
+        ("The shop's database ... has the tables ...")."""
         if literal in self._defined:
             return self._defined[literal]
         text = self.composer.described[literal]
@@ -182,8 +184,9 @@ class Discourse:
         if m is not None:
             short = m["head"]
             self._context.append(short)
-            self.sentences.append(Sentence(f"{_capital(short)} is {m['definition']}.",
-                                           shared=True))
+            if short.lower() not in self.composer.spec.context.lower():
+                self.sentences.append(Sentence(f"{_capital(short)} is {m['definition']}.",
+                                               shared=True))
         else:  # found by a sentence of its own, like a lookup
             short = self._find(literal, text)
         self._defined[literal] = short

@@ -14,7 +14,7 @@ from schemas.trace import Trace
 from tasks.execute.realize import LiveEnvironment
 from tasks.execute.run_graph import execute_graph
 from tasks.instruct.describe import describe, with_resolutions
-from tasks.instruct.instruction import render_instruction
+from tasks.instruct.instruction import context_text, render_instruction
 
 pytestmark = pytest.mark.docker
 RUN = f"itest-describers-{os.getpid()}"
@@ -98,8 +98,9 @@ def _one_step(eco: str, tool: str, bind: dict[str, Binding], seed: int) -> Candi
 
 
 def test_the_database_file_is_named_by_a_table_it_holds():
-    """sql's ``find_database``: the goal-level instruction defines the shop's database by
-    a table it holds, and the resolving call (which prints the file) comes before the
+    """sql's ``find_database``: the goal-level instruction names the shop's database by
+    the head its context defines (a SQLite file with the shop's tables), with no sentence
+    saying it again, and the resolving call (which prints the file) comes before the
     first query."""
     eco = ecosystem("sql")
     found, trace, graph, _ = _described(eco, _one_step("sql", "top_spender", {
@@ -110,8 +111,9 @@ def test_the_database_file_is_named_by_a_table_it_holds():
                                                 "order_items"}
     assert d.call.observation.stdout == "shop.db\n"
     text = render_instruction(eco, graph, trace, 0, "goal", (), {literal: d.text}).text
-    assert "shop.db" not in text  # defined once, then named by its head
-    assert f"The shop's database is the file holding table `{d.shown}`." in text
+    assert "shop.db" not in text  # named by its head, which the context defines
+    assert "holding table" not in text and "the shop's database" in text
+    assert f"`{d.shown}`" in context_text(eco, "goal")
     calls = [c.name for c in with_resolutions(trace, found).steps[0].discoveries]
     assert calls.index("find_database") < calls.index("show_schema")
 

@@ -495,8 +495,9 @@ def test_the_context_names_the_database_file_except_in_the_goal_style():
     sql = load_ecosystem("sql")
     goal, spec, step = (context_text(sql, s) for s in ("goal", "spec", "step"))
     assert "shop.db" not in goal and "{%" not in goal
-    assert "The shop's SQLite database `shop.db` (tables" in spec and spec == step
-    assert goal.startswith("The shop's SQLite database (tables `customers`")
+    assert "The shop's database, `shop.db`, is a SQLite file" in spec and spec == step
+    assert goal.startswith("The shop's database is a SQLite file in the current directory "
+                           "with the tables `customers`")
 
 
 def test_one_item_never_answers_another():
