@@ -496,8 +496,8 @@ def test_the_context_names_the_database_file_except_in_the_goal_style():
     goal, spec, step = (context_text(sql, s) for s in ("goal", "spec", "step"))
     assert "shop.db" not in goal and "{%" not in goal
     assert "The shop's database, `shop.db`, is a SQLite file" in spec and spec == step
-    assert goal.startswith("The shop's database is a SQLite file in the current directory "
-                           "with the tables `customers`")
+    assert goal.startswith("The shop's database is a SQLite file in the current directory. "
+                           "Its tables are `customers`")
 
 
 def test_one_item_never_answers_another():
