@@ -28,8 +28,8 @@ BASE = ("customers", "products", "orders", "order_items")
 IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
-def _build(tmp_path: Path, seed: int) -> Path:
-    for rel, data in SQL.seed_state(seed).items():
+def _build(tmp_path: Path, seed: int, fault: str | None = None) -> Path:
+    for rel, data in SQL.seed_state(seed, fault).items():
         path = tmp_path / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
@@ -277,3 +277,15 @@ def test_rendered_commands_run_in_the_sqlite3_shell(tmp_path):
     rows = list(csv.DictReader(io.StringIO((root / "exports/p.csv").read_text())))
     assert Counter(json.dumps(r, sort_keys=True) for r in rows) == Counter(
         json.dumps(r, sort_keys=True) for r in after["tables"]["products"])
+
+
+def test_a_duplicated_customer_is_told_apart_by_email(tmp_path):
+    """The planted duplicate shares every column with its original; the key the repair
+    deduplicates on is the e-mail address.  Before, ``signup_date`` won where no two kept
+    rows shared a date: "of the rows that share the same signup_date" deletes two people
+    who signed up on one day."""
+    keys = set()
+    for seed in range(8):
+        root = _build(tmp_path / str(seed), seed, "duplicate_customer")
+        keys.add(_sample("duplicate_key", _probe(root), str(seed), table="customers"))
+    assert keys == {"email"}

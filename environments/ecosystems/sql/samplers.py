@@ -434,16 +434,18 @@ def duplicated_table(content: dict, rng: random.Random, **_: str) -> str:
 
 
 def duplicate_key(content: dict, rng: random.Random, table: str = "", **_: str) -> str:
-    """The column that tells ``table``'s entries apart (its most distinct text column, an
-    e-mail address): the repeated rows share it, no two other rows do."""
+    """The column that tells ``table``'s entries apart (an e-mail address, else its most
+    distinct text column): the repeated rows share it, no two other rows do.  A date is
+    never one, even where no two rows share it: two sign-ups on one day are two people."""
     rows = _rows(content, table)
     key = _primary_key(table, rows, _columns(content, table))
     repeated = {id(r) for r in _repeated(rows, key or "")}
     kept = [r for r in rows if id(r) not in repeated]
     unique = [c for c in _columns(content, table) if not _is_id(c)
-              and all(_number(r[c]) is None for r in rows)
+              and not c.endswith("date") and all(_number(r[c]) is None for r in rows)
               and len({r[c] for r in kept}) == len(kept)]
-    best = [max(unique, key=lambda c: (len({r[c] for r in rows}), c))] if unique else []
+    best = [max(unique, key=lambda c: (all("@" in str(r[c]) for r in rows),
+                                       len({r[c] for r in rows}), c))] if unique else []
     return _choose(rng, best, f"column that tells the rows of {table} apart")
 
 
