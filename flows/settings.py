@@ -79,7 +79,7 @@ class RunSettings(CandidateSettings):
     kinds: dict[TaskKind, float] = Field(
         dict(DEFAULT_KINDS), description=(
             "Relative weight of each task kind: build (new artifacts from a healthy state) and "
-            "fix (repair a planted fault, then build on the repaired state), reconstruct "
+            "fix (repair a planted fault, then at most report on the repaired entry), reconstruct "
             "(the program behind a workflow)."))
     where_possible: list[TaskKind] = Field(
         list(DEFAULT_WHERE_POSSIBLE), title="Kinds Where Possible", description=(

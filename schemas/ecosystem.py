@@ -161,6 +161,15 @@ class Returns(_Strict):
     """The output only points at what one of the inputs names (a new tag on a commit is
     that commit): a step taking it would take that input through a detour, made only to
     point at what it points at, so the planner binds no step to it."""
+    settles: list[str] = []
+    """For a tool that creates a record: fields whose default the task wants as created (a
+    new ticket is open).  A later step of the task that changes one of them is purposeless,
+    as one that changes a field the step set from its arguments is (a ticket created and
+    then resolved at once); fields left out (an assignee) may be set by a later step."""
+    changes: list[str] = []
+    """For a write that changes a record in place: the fields it may change.  The planner
+    binds it to no record the task created whose fields include one of them (the creating
+    step's parameters and ``settles``, then the fields earlier writes changed)."""
 
 
 class ToolSpec(_Strict):

@@ -43,6 +43,8 @@ class Written:
     after: dict
     args: tuple[str, ...] = ()
     """The step's argument values."""
+    settled: tuple[str, ...] = ()
+    """The fields of a record it creates whose defaults count as set (``returns.settles``)."""
 
 
 def written_entry(eco: Ecosystem, tool: ToolSpec, args: dict[str, str],
@@ -109,11 +111,13 @@ def _overwritten(w: Written, before: object, after: object) -> list[str]:
     """The fields of a record that the earlier step ``w`` set and this step (taking the
     record from ``before`` to ``after``) sets again: a ticket created with one title and
     then retitled, closed and then reopened by an escalation.  Of a record ``w`` created,
-    only the fields it set from its arguments count (a default is nobody's choice)."""
+    the fields it set from its arguments count, and the defaults its tool settles (a new
+    ticket is open, so resolving it at once undoes nothing but is no job either); other
+    defaults are nobody's choice (a new ticket may be assigned next)."""
     assert w.entry is not None
     section, key = w.entry
     was, made = w.before.get(section, {}).get(key), w.after[section].get(key)
     theirs = _changed_fields(was, made)
     if was is None and isinstance(made, dict):
-        theirs = {f for f in theirs if str(made[f]) in w.args}
+        theirs = {f for f in theirs if str(made[f]) in w.args or f in w.settled}
     return sorted(theirs & _changed_fields(before, after))

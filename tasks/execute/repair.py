@@ -113,7 +113,8 @@ class Run:
         if why is not None:
             raise StageFailure("execute", "purposeless", f"{tool.name}: {why}")
         entry = written_entry(self.eco, tool, st.args, after)
-        self._pending = Written(st.step_id, entry, before, after, tuple(st.args.values()))
+        self._pending = Written(st.step_id, entry, before, after, tuple(st.args.values()),
+                                tuple(tool.returns.settles))
         return st.model_copy(update={"digest": entry_digest(self.eco, after, entry)})
 
     def _writes(self) -> list[StepTrace]:

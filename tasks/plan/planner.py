@@ -20,8 +20,8 @@ form falls back to a chain.  Duplicate fingerprints within a run are re-planned.
 A candidate's kind, fault and scenario are drawn first (:mod:`tasks.plan.mix`).  A scenario
 limits the tools a graph grows with to its recipe and weighs them.  A fix graph starts
 from a fault injector's planted defect (``WorkflowGraph.fault``): its first steps are the
-injector's repair tools, whose sampled inputs find the defect at execution time, then a
-short chain builds on the repaired state.  Repair tools appear nowhere else.
+injector's repair tools, whose sampled inputs find the defect at execution time, then at
+most one read reports on the repaired entry.  Repair tools appear nowhere else.
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ DEPTHS = range(1, 9)
 DEFAULT_DEPTH_WEIGHTS: dict[int, float] = {1: 1, 2: 2, 3: 3, 4: 3, 5: 2, 6: 2, 7: 1, 8: 1}
 SHAPE_WEIGHTS = {"chain": 4, "fan_out": 2, "fan_in": 2, "diamond": 2}
 FIX_DEPTH_WEIGHTS: dict[int, float] = {2: 1, 3: 2, 4: 3, 5: 3, 6: 2}
-"""Depths of a fix graph: its repair steps, then a short chain on the repaired state."""
+"""Depths of a fix graph: its repair steps, then (at any depth past them) one read of the
+repaired entry."""
 
 
 class PlanningError(RuntimeError):

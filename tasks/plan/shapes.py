@@ -6,7 +6,7 @@ type (content-dependent literals are ``sample`` bindings, new names ``fresh`` li
 - ``fan_out``: one step's output feeds two or three branches;
 - ``fan_in``: independent branches feed one step with several typed inputs;
 - ``diamond``: one output feeds two branches that a joining step brings together;
-- :func:`fix_chain`: a fault's repair steps, then a short chain on the repaired state.
+- :func:`fix_chain`: a fault's repair steps, then at most one read of the repaired entry.
 
 :data:`SHAPES` maps the branching shapes' names to their builders, each returning False
 where the ecosystem's tools cannot form it.  Which shape, depth, scenario and seed a graph
@@ -56,6 +56,11 @@ class GraphBuilder:
     names: set[str] = field(default_factory=set)
     read: set[str] = field(default_factory=set)
     changed: set[str] = field(default_factory=set)
+    settled: dict[str, frozenset[str]] = field(default_factory=dict)
+    """Per step whose output is a record the task created: the fields the task has set on
+    it so far (the creating step's arguments and ``returns.settles``, then each in-place
+    write's ``returns.changes``).  No later write sets one again: a ticket created and then
+    resolved, or retitled, is one job said twice (:mod:`tasks.execute.purpose`)."""
     usage: Counter[str] = field(default_factory=Counter)
     """How often each tool was used by the run so far (biases choices toward coverage)."""
     lookup: bool | None = None
@@ -99,6 +104,9 @@ class GraphBuilder:
             elif not self.choices(tool, p.name):
                 return False
         target = tool.returns.from_param or ""
+        if in_place(tool) and target in upstream and \
+                self.settled.get(upstream[target], frozenset()) & set(tool.returns.changes):
+            return False
         changes_state_value = in_place(tool) and tool.param(target).typed
         # never change a state value another step reads
         return not (changes_state_value and target not in upstream
@@ -125,6 +133,10 @@ class GraphBuilder:
                 bind[p.name] = Binding(kind="state", value=value)
         self.steps.append(Step(id=step_id, tool=tool.name, bind=bind))
         self.out[step_id] = tool.returns
+        if tool.creates:
+            self.settled[step_id] = frozenset(tool.returns.settles) | {p.name for p in tool.params}
+        elif target in upstream and upstream[target] in self.settled:
+            self.settled[step_id] = self.settled[upstream[target]] | set(tool.returns.changes)
         return step_id
 
     def used(self) -> set[str]:
@@ -341,20 +353,21 @@ SHAPES = {"fan_out": _fan_out, "fan_in": _fan_in, "diamond": _diamond}
 
 def fix_chain(b: GraphBuilder, repair: list[str], depth: int) -> None:
     """A fault's repair steps in order (each takes the one before's output where a typed
-    input fits it), then a chain on the repaired state up to ``depth`` steps in all.  The
-    chain's first step reads the repaired entry or makes a new one from it (changing it
-    in place again would make the repair moot: fix a ticket's team, then move it); where
-    no tool can, the task is the repair alone: work on other entries would be an
-    unrelated errand appended to the fix."""
+    input fits it), then, when ``depth`` leaves room, one read of the repaired entry: a
+    report on what the fix left (a field of the repaired file, the commits of the restored
+    branch).  Nothing is built on the repair: a ticket filed under the repaired one or a
+    new tag on the restored release is a second job appended to the fix, which a person
+    asking for the fix would not ask for in the same breath."""
     last = ""
     for name in repair:
         tool = b.eco.spec.tool(name)
         fits = [p.name for p in tool.params if p.typed and last
                 and binds(p, b.out[last].type, b.out[last].compare)]
         last = b.add(tool, {fits[0]: last} if fits else {})
-    left = depth - len(repair)
-    if left <= 0 or b.eco.spec.tool(repair[-1]).effect != "write":
+    if depth <= len(repair) or b.eco.spec.tool(repair[-1]).effect != "write":
         return
-    first = b.extend(last, 1, may_end_in_read=True, fresh_only=True)
-    if first != last and left > 1 and b.eco.spec.tool(b.steps[-1].tool).effect == "write":
-        b.extend(first, left - 1, may_end_in_read=True)
+    reads = [(tool, p) for tool, p in b.consumers(last, writes_only=False, fresh_only=True)
+             if tool.effect != "write"]
+    if reads:
+        tool, pname = _pick_tool_first(b, reads)
+        b.add(tool, {pname: last})

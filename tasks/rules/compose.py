@@ -158,8 +158,26 @@ class Composer:
         return render_phrase(_without_nouns(source, nouns), args)
 
     def phrase(self, i: int) -> str:
-        """Step ``i``'s intent, composed."""
+        """Step ``i``'s intent, composed.  The intent of a step that creates a record sees
+        ``later``: the fields later steps of the task change on that record (its
+        ``returns.changes``), so it leaves out the defaults they replace ("no assignee"
+        for a ticket an item below assigns)."""
+        later = self._later_changes(i)
+        if later:
+            return _template(self._tool(i).intent).render(**self.args(i), later=later)
         return self._render(i, self._tool(i).intent)
+
+    def _later_changes(self, i: int) -> frozenset[str]:
+        tool = self._tool(i)
+        if not tool.creates or not tool.returns.from_param:
+            return frozenset()
+        key = self.trace.steps[i].args.get(tool.returns.from_param)
+        fields: set[str] = set()
+        for st in self.trace.steps[i + 1:]:
+            later = self.spec.tool(st.tool)
+            if later.returns.changes and st.args.get(later.returns.from_param or "") == key:
+                fields.update(later.returns.changes)
+        return frozenset(fields)
 
     def label(self, i: int) -> str:
         """What step ``i`` writes, as instructions name it: its ``label`` (default: its

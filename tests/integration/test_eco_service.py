@@ -121,6 +121,13 @@ def _cases() -> dict[str, tuple[dict, str, dict]]:
             u["email"] for u in DB["users"] if u["team"] == TEAM["slug"]), {}),
         "count_comments": ({"ticket": str(commented)}, str(len(_comments(commented))), {}),
         "ticket_field": ({"ticket": "1", "field": "title"}, t1["title"], {}),
+        "user_team": ({"user": mover["email"]}, mover["team"], {}),
+        "user_active_tickets": ({"user": EMAIL[busy]}, str(sum(
+            t["assignee"] == busy and t["status"] in ("open", "in_progress")
+            for t in DB["tickets"])), {}),
+        "team_lead": ({"team": TEAM["slug"]}, lead_of[TEAM["slug"]], {}),
+        "team_open_tickets": ({"team": open_team}, str(sum(
+            t["team"] == open_team and t["status"] == "open" for t in DB["tickets"])), {}),
         "create_ticket": (
             {"ticket": str(new_id), "title": "Broken CSV export", "team": TEAM["slug"],
              "priority": "high"}, str(new_id),

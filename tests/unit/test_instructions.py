@@ -537,6 +537,28 @@ def test_a_fix_task_opens_with_its_symptom_alone():
         assert not any(m.strip() in text for m in motivations), text
 
 
+def test_a_created_record_is_not_said_to_lack_what_a_later_item_gives_it():
+    """Ticket 45 created and then assigned: its creation no longer says "no assignee"
+    (read as a contradiction two lines later) but still says what no item changes."""
+    service = load_ecosystem("service")
+    sample = {"kind": "sample", "facet": "x"}
+    graph = WorkflowGraph(ecosystem="service", shape="chain", steps=[
+        Step(id="s1", tool="busiest_assignee", bind={}),
+        Step(id="s2", tool="create_ticket", bind={p: Binding(**sample) for p in
+                                                  ("ticket", "title", "team", "priority")}),
+        Step(id="s3", tool="assign_ticket", bind={"ticket": _from("s2"), "user": _from("s1")})])
+    trace = Trace(steps=[
+        _step("s1", "busiest_assignee", {}, "ann@example.com\n"),
+        _step("s2", "create_ticket", {"ticket": "45", "title": "Login loop", "team": "web",
+                                      "priority": "low"}, "45\n"),
+        _step("s3", "assign_ticket", {"ticket": "45", "user": "ann@example.com"}, "45\n")])
+    checks = [Check(kind="state", section="tickets", key="45", expected="45")]
+    for style in ("goal", "spec", "step"):
+        text = render_instruction(service, graph, trace, 3, style=style, checks=checks).text
+        assert "Login loop" in text and "no labels" in text, text
+        assert "no assignee" not in text, text
+
+
 def test_a_found_user_beside_a_new_one_is_named_by_a_letter():
     """"a new comment by that user" after a new user was listed could mean either user:
     the user found by description is named by a letter when the list creates a user."""

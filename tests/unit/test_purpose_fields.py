@@ -23,13 +23,26 @@ def test_a_field_an_earlier_step_set_from_its_arguments_is_not_set_again():
     assert why == "it overwrites the title of tickets/7 that step s1 set"
 
 
-def test_changing_a_field_the_creation_left_at_its_default_is_work():
-    created = {"title": "Old", "status": "open", "team": "core"}
+def test_changing_a_default_the_creation_left_open_is_work():
+    created = {"title": "Old", "status": "open", "team": "core", "assignee": None}
     create = Written("s1", ("tickets", "7"), _state(None), _state(created),
-                     args=("7", "Old", "core"))
-    closed = {**created, "status": "closed"}
+                     args=("7", "Old", "core"), settled=("status",))
+    assigned = {**created, "assignee": 4}
     assert purposeless(SERVICE, RETITLE, {"ticket": "7", "title": "Old"}, _state(created),
-                       _state(closed), [create]) is None
+                       _state(assigned), [create]) is None
+
+
+def test_a_default_the_creation_settles_is_not_changed_next():
+    """A new ticket is open (``returns.settles: [status]``): resolving it at once is no job.
+    Before, a default counted as nobody's choice and the step passed."""
+    created = {"title": "Old", "status": "open", "team": "core", "assignee": None}
+    create = Written("s1", ("tickets", "7"), _state(None), _state(created),
+                     args=("7", "Old", "core"),
+                     settled=tuple(SERVICE.spec.tool("create_ticket").returns.settles))
+    closed = {**created, "status": "closed"}
+    why = purposeless(SERVICE, RETITLE, {"ticket": "7", "title": "Old"}, _state(created),
+                      _state(closed), [create])
+    assert why == "it overwrites the status of tickets/7 that step s1 set"
 
 
 def test_a_change_in_place_then_another_of_the_same_field_is_purposeless():
