@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.checklist_ecosystem import REPAIR_TOOLS, STEPS
+from tests.support.checklist_ecosystem import FAULTS, REPAIR_TOOLS, STEPS
 
 INVENTORY = Path("tests/fixtures/ecosystems/inventory")
 REFERENCE = "docs/ecosystem-reference.md#"
@@ -63,7 +63,7 @@ def _sampler(folder: Path) -> None:
 
 
 def _injector(folder: Path) -> None:
-    (folder / "faults.py").write_text(NO_PLANT)
+    (folder / "faults.py").write_text(FAULTS + NO_PLANT)  # flip_sign redefined: no plant
     with (folder / "ecosystem.yaml").open("a") as f:
         f.write(REPAIR_TOOLS + STEPS["faults"])
 
