@@ -2,10 +2,11 @@
 db file (``.service/db.json``) into a state its own rules forbid, the way a hand edit, a
 half-finished migration or a bulk import leaves it (ecosystem.yaml, ``faults``).
 
-The seeded tracker keeps its rules: every assignee is on the ticket's team, every lead
-is on the team they lead (the member with the lowest id), every ticket's team exists and
-a subtask is on its parent's team.  Each injector breaks one rule for one record, in a way
-its repair tool undoes exactly (the repaired db equals the seeded one).
+The seeded tracker keeps its rules: every assignee is a user on the ticket's team, every
+lead is on the team they lead (the member with the lowest id), every ticket's team exists,
+a subtask is on its parent's team, and an escalated ticket is urgent.  Each injector
+breaks one rule for one record, in a way its repair tool undoes exactly (the repaired db
+equals the seeded one).
 """
 
 from __future__ import annotations
@@ -77,4 +78,25 @@ def leaderless_team(files: Files, seed: int) -> Files:
     """A team whose lead was cleared."""
     db, rng = _load(files, "leaderless_team", seed)
     _pick(rng, db["teams"], "team")["lead"] = None
+    return _save(files, db)
+
+
+def assignee_removed(files: Files, seed: int) -> Files:
+    """A ticket its team's lead works on, still assigned to a user id the directory no
+    longer has (an account removed by a clean-up)."""
+    db, rng = _load(files, "assignee_removed", seed)
+    leads = _leads(db)
+    ticket = _pick(rng, [t for t in db["tickets"] if t["assignee"] == leads[t["team"]]],
+                   "ticket assigned to its team's lead")
+    ticket["assignee"] = max(u["id"] for u in db["users"]) + rng.randint(1, 40)
+    return _save(files, db)
+
+
+def escalation_demoted(files: Files, seed: int) -> Files:
+    """An escalated ticket (escalation makes a ticket urgent) whose priority a bulk edit
+    lowered."""
+    db, rng = _load(files, "escalation_demoted", seed)
+    ticket = _pick(rng, [t for t in db["tickets"] if t["escalations"] > 0],
+                   "escalated ticket")
+    ticket["priority"] = rng.choice(["low", "medium", "high"])
     return _save(files, db)
