@@ -16,6 +16,7 @@ The same cases give the same text.
 from __future__ import annotations
 
 import io
+import re
 import tarfile
 from dataclasses import dataclass, replace
 
@@ -109,6 +110,17 @@ def _arguments(arguments: list[Argument]) -> list[str]:
     return [*lines, ""]
 
 
+_HERE = re.compile(r"\b(?:[Yy]our working directory|the (?:current|working) directory)\b")
+"""How an ecosystem's context and an instruction's closer name the workspace, which for a
+reconstruct task's program is ``DIR`` (it is not started inside it)."""
+
+
+def _in_dir(text: str) -> str:
+    """``text`` with the workspace it speaks of named ``DIR``: "Your working directory
+    holds a small project" -> "`DIR` holds a small project"."""
+    return _HERE.sub("`DIR`", text)
+
+
 def reconstruct_instruction(inner: Instruction, cases: list[Case],
                             arguments: list[Argument]) -> Instruction:
     """``inner`` (the spec-style instruction of the workflow, stated as a rule) as a
@@ -127,7 +139,7 @@ def reconstruct_instruction(inner: Instruction, cases: list[Case],
         "",
         "What the program must do to `DIR`:",
         "",
-        inner.text.strip(),
+        _in_dir(inner.text.strip()),
         "",
         *_arguments(arguments),
         f"Input layout: `DIR` holds {layout}, as each example's input does.",

@@ -141,3 +141,18 @@ def test_arguments_described_alike_share_one_line():
     assert lines[2:-1] == ["- `ARG1` and `ARG4`: commit, branch or tag the branch starts at "
                            "(one each)", "- `ARG2` and `ARG3`: commit to revert (one each)"]
     assert repeated_ngram("\n".join(lines)) == ""
+
+
+@pytest.mark.parametrize("name", ["files", "git", "sql"])
+def test_a_reconstruct_instruction_names_the_workspace_dir_not_a_working_directory(name):
+    """The program is run on ``DIR`` and not started inside it: the ecosystem's context
+    ("Your working directory holds ...", "a SQLite file in the current directory") and
+    the closers speak of ``DIR`` instead."""
+    from tasks.instruct.instruction import context_text
+    from tasks.reconstruct.instruction import _in_dir
+
+    context = context_text(load_ecosystem(name), "spec")
+    assert "directory" in context
+    assert "`DIR`" in _in_dir(context) and "directory" not in _in_dir(context)
+    assert _in_dir("Paths are relative to the working directory.") == \
+        "Paths are relative to `DIR`."
