@@ -144,7 +144,8 @@ class Returns(_Strict):
     """What a tool produces: parsed stdout, or (``from_param``) the thing a param names.
 
     For write tools, ``from_param`` names the probe entry the tool changes (a file path,
-    a table, a branch...), and ``compare`` how a verifier compares that entry.
+    a table, a branch...), and ``compare`` how a verifier compares that entry; a write's
+    output is that entry (the argument read with ``parser``), whatever it prints.
     """
 
     type: str

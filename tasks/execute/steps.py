@@ -75,7 +75,12 @@ def classify(result: ExecResult) -> StageFailure | None:
 
 
 def _parse(tool: ToolSpec, result: ExecResult, args: dict[str, str]) -> object:
+    """The step's output: what it printed, read with its parser; for a write, the key it
+    changes (its ``from_param`` argument: ``parser: file`` takes it as it is), whatever
+    it printed."""
     parser, text = tool.returns.parser, result.stdout
+    if tool.effect == "write":
+        text = str(args[tool.returns.from_param or ""])
     try:
         if parser == "file":
             return args[tool.returns.from_param or ""]

@@ -196,6 +196,8 @@ def _cases() -> dict[str, tuple[dict, str, dict]]:
 
 
 CASES = _cases()
+KEY_FIELD = {"service.ticket": "id", "service.user": "email", "service.team": "slug"}
+"""The field of the record a write prints that holds its key, by the key's type."""
 
 
 @pytest.fixture(scope="module")
@@ -239,9 +241,15 @@ def test_tool_by_hand(live, tool):
     sb.restore(snap)
     args, want_stdout, want_changes = CASES[tool]
     before = _probe(sb)
-    done = sb.exec(["bash", "-c", render_command(ECO.spec.tool(tool), args)], timeout=20)
+    spec = ECO.spec.tool(tool)
+    done = sb.exec(["bash", "-c", render_command(spec, args)], timeout=20)
     assert done.exit_code == 0, done.stderr
-    assert done.stdout.rstrip("\n") == want_stdout
+    if spec.effect == "write":  # it prints the record the service sends back
+        record = json.loads(done.stdout)
+        field = "ticket" if tool == "comment_ticket" else KEY_FIELD[spec.returns.type]
+        assert str(record[field]) == want_stdout == str(args[spec.returns.from_param])
+    else:
+        assert done.stdout.rstrip("\n") == want_stdout
     assert _changes(before, _probe(sb)) == want_changes
 
 
