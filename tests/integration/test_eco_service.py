@@ -13,7 +13,7 @@ import pytest
 from environments.docker.config import DockerConfig
 from environments.ecosystems import load_ecosystem
 from flows.run.providers import close_run, provider_for
-from tasks.core.commands import render_command
+from tasks.core.commands import render_command, render_shell
 from tests.support.candidates import build_planned
 
 pytestmark = pytest.mark.docker
@@ -251,6 +251,22 @@ def test_tool_by_hand(live, tool):
     else:
         assert done.stdout.rstrip("\n") == want_stdout
     assert _changes(before, _probe(sb)) == want_changes
+
+
+@pytest.mark.parametrize("tool", sorted(t for t in CASES if ECO.spec.tool(t).alternatives))
+def test_every_alternative_by_hand(live, tool):
+    # the alternative control's routes: a read prints what the command prints, a write
+    # changes what the command changes
+    sb, snap = live
+    args, want_stdout, want_changes = CASES[tool]
+    for alternative in ECO.spec.tool(tool).alternatives:
+        sb.restore(snap)
+        before = _probe(sb)
+        done = sb.exec(["bash", "-c", render_shell(alternative, args)], timeout=20)
+        assert done.exit_code == 0, (alternative, done.stderr)
+        if ECO.spec.tool(tool).effect == "read":
+            assert done.stdout.rstrip("\n") == want_stdout, alternative
+        assert _changes(before, _probe(sb)) == want_changes, alternative
 
 
 def test_disallowed_transition_fails_and_changes_nothing(live):
