@@ -30,7 +30,7 @@ from tasks.reconstruct.cases import Case
 from tasks.reconstruct.examples import ARGS
 from tasks.reconstruct.program import EXAMPLES, PROGRAM
 from tasks.rules.compose import Composed, render_phrase
-from tasks.rules.discourse import said_once, shorten
+from tasks.rules.discourse import head_noun, said_once, shorten
 
 
 def argument_name(a: Argument) -> str:
@@ -153,11 +153,37 @@ def reconstruct_instruction(inner: Instruction, cases: list[Case],
     return replace(inner, text=text + "\n", template_id=f"reconstruct/{inner.template_id}")
 
 
+def _key_of(description: str) -> tuple[str, str] | None:
+    """(key, entry) of a description of an entry's key: "the customer_id of the customer
+    with the most orders" -> ("customer_id", "the customer with the most orders")."""
+    m = re.fullmatch(r"the (\w+) of (the .+)", description)
+    return (m[1], m[2]) if m else None
+
+
+def without_detours(text: str, described: list[str]) -> str:
+    """``text`` without a looked-up entry reached through itself, which a description
+    in place of a value makes of the ecosystem's wording: "the commit the newest commit on
+    `main` that changed `a` points to" -> "the newest commit on `main` that changed `a`",
+    and "the customer whose customer_id is the customer_id of the customer with the most
+    orders" -> "the customer with the most orders".  Only ``described`` phrases, so "the
+    commit the branch whose tip ... points to" (a branch) stays."""
+    for phrase in sorted(described, key=len, reverse=True):
+        noun = head_noun(phrase)
+        text = text.replace(f"the {noun} {phrase} points to", phrase)
+        keyed = _key_of(phrase)
+        if keyed is not None and head_noun(keyed[1]) in keyed[0]:
+            noun = head_noun(keyed[1])
+            text = text.replace(f"the {noun} whose {keyed[0]} is {phrase}", keyed[1])
+    return text
+
+
 def reconstruct_draft(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed: int,
                       checks: list[Check], cases: list[Case]) -> Instruction:
     """A reconstruct task's instruction: the spec style of the trace :func:`stated`,
-    wrapped by :func:`reconstruct_instruction`."""
+    said without detours (:func:`without_detours`) and wrapped by
+    :func:`reconstruct_instruction`."""
     rule = stated(eco, graph, trace, checks)
     inner = render_instruction(eco, graph, rule.trace, seed, "spec", rule.checks,
                                rule.described)
+    inner = replace(inner, text=without_detours(inner.text, list(rule.described.values())))
     return reconstruct_instruction(inner, cases, program_arguments(eco, graph))

@@ -156,3 +156,20 @@ def test_a_reconstruct_instruction_names_the_workspace_dir_not_a_working_directo
     assert "`DIR`" in _in_dir(context) and "directory" not in _in_dir(context)
     assert _in_dir("Paths are relative to the working directory.") == \
         "Paths are relative to `DIR`."
+
+
+def test_a_looked_up_entry_is_not_reached_through_itself():
+    from tasks.reconstruct.instruction import without_detours
+
+    newest = "the newest commit on `main` that changed `ARG1`"
+    oldest = "the branch whose tip commit has the oldest committer date"
+    busiest = "the customer_id of the customer with the most orders"
+    text = (f"a new branch that starts at the commit {newest} points to. "
+            f"The subject line of the commit {oldest} points to. "
+            f"Every order of the customer whose customer_id is {busiest}.")
+    assert without_detours(text, [newest, oldest, busiest]) == (
+        f"a new branch that starts at {newest}. "
+        f"The subject line of the commit {oldest} points to. "  # a branch: kept
+        "Every order of the customer with the most orders.")
+    # only phrases that describe a looked-up value are said without the detour
+    assert without_detours(text, []) == text
