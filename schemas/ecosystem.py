@@ -437,12 +437,17 @@ class FaultSpec(_Strict):
     ``plant(files, seed) -> files``) puts one realistic defect into the seed files before
     setup, and the tools of ``repair`` (run in order, as a fix task's first steps) remove
     it.  ``symptom`` is the defect as a user would report it, in the domain's words and
-    never the fix; a fix task's instruction carries it."""
+    never the fix; a fix task's instruction carries it.  ``report`` names the reads that
+    may follow the repair as the task's one report on what the fix left: those that answer
+    a question the symptom raises (the rows left after duplicates went, the total they no
+    longer inflate), not any read that happens to take the repaired entry; None lets any
+    such read follow, an empty list none."""
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     plant: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     repair: list[str] = Field(min_length=1)
     symptom: str = Field(min_length=1)
+    report: list[str] | None = None
 
 
 class Faults(_Strict):
@@ -559,6 +564,12 @@ class EcosystemSpec(_Strict):
             unknown = [r for r in f.repair if r not in names]
             if unknown:
                 raise ValueError(f"fault {f.name!r} repairs with unknown tools {unknown}")
+            writes = [r for r in f.report or [] if r not in names
+                      or self.tool(r).effect == "write" or self.tool(r).repair]
+            if writes:
+                raise ValueError(f"fault {f.name!r} reports with {writes}, which are no "
+                                 "read tools of the ecosystem; name reads in "
+                                 "faults.injectors[].report")
             named.update(f.repair)
         idle = sorted(t.name for t in self.tools if t.repair and t.name not in named)
         if idle:

@@ -11,8 +11,10 @@ a seeded value other steps may read); tools that need related inputs, fault repa
 tools and tools the graph already uses are never replacements.  A lookup (one observed
 value) is replaced only by a lookup, and a plain read only by a plain read.  In a fix
 graph a step that builds on an earlier step's output is replaced only by one that builds
-on it too: a replacement reading something else would be an errand unrelated to the
-fault.
+on it too, and a fix's report only by another of the fault's ``report`` tools where it
+names them: a replacement reading something else would be an errand unrelated to the
+fault.  A graph that serves a scenario is repaired with that scenario's tools only: a tool
+from another line of work would make the task's story say one thing and its steps another.
 """
 
 from __future__ import annotations
@@ -77,9 +79,15 @@ def substitutes(eco: Ecosystem, candidate: Candidate, graph: WorkflowGraph,
         str(b.value) for s in graph.steps for b in s.bind.values() if b.value}
     upstream = any(b.kind == "step" for b in step.bind.values())
     in_graph = {s.tool for s in graph.steps}  # a task uses each tool once (tasks/plan/planner.py)
+    story = set(eco.spec.scenario(graph.scenario).tools) if graph.scenario else None
+    if graph.fault and tool.effect != "write" and not tool.repair \
+            and eco.spec.fault(graph.fault).report is not None:  # the fix's report
+        story = (story or {t.name for t in eco.spec.tools}) & set(
+            eco.spec.fault(graph.fault).report or [])
     options = []
     for other in eco.spec.tools:
         if other.name in in_graph or other.repair or other.effect != tool.effect \
+                or (story is not None and other.name not in story) \
                 or other.related_inputs \
                 or not type_satisfies(other.returns.type, tool.returns.type) \
                 or other.observes_value != tool.observes_value:

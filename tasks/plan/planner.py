@@ -135,8 +135,8 @@ def plan_graph(eco: Ecosystem, seed: int, depth_weights: dict[int, float] | None
 
     if fault is not None:
         b = builder(f"fix:{fault}")
-        repair = eco.spec.fault(fault).repair
-        fix_chain(b, repair, drawn_depth(seed, fix_steps=len(repair)))
+        spec = eco.spec.fault(fault)
+        fix_chain(b, spec.repair, drawn_depth(seed, fix_steps=len(spec.repair)), spec.report)
         return WorkflowGraph(ecosystem=eco.name, shape="chain", steps=b.steps, fault=fault,
                              scenario=scenario)
     if shape in SHAPES:

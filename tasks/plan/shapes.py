@@ -351,13 +351,15 @@ def _diamond(b: GraphBuilder, depth: int) -> bool:
 SHAPES = {"fan_out": _fan_out, "fan_in": _fan_in, "diamond": _diamond}
 
 
-def fix_chain(b: GraphBuilder, repair: list[str], depth: int) -> None:
+def fix_chain(b: GraphBuilder, repair: list[str], depth: int,
+              report: list[str] | None = None) -> None:
     """A fault's repair steps in order (each takes the one before's output where a typed
     input fits it), then, when ``depth`` leaves room, one read of the repaired entry: a
     report on what the fix left (a field of the repaired file, the commits of the restored
-    branch).  Nothing is built on the repair: a ticket filed under the repaired one or a
-    new tag on the restored release is a second job appended to the fix, which a person
-    asking for the fix would not ask for in the same breath."""
+    branch), one of the fault's ``report`` tools when it names them
+    (:class:`schemas.ecosystem.FaultSpec`).  Nothing is built on the repair: a ticket filed
+    under the repaired one or a new tag on the restored release is a second job appended
+    to the fix, which a person asking for the fix would not ask for in the same breath."""
     last = ""
     for name in repair:
         tool = b.eco.spec.tool(name)
@@ -367,7 +369,7 @@ def fix_chain(b: GraphBuilder, repair: list[str], depth: int) -> None:
     if depth <= len(repair) or b.eco.spec.tool(repair[-1]).effect != "write":
         return
     reads = [(tool, p) for tool, p in b.consumers(last, writes_only=False, fresh_only=True)
-             if tool.effect != "write"]
+             if tool.effect != "write" and (report is None or tool.name in report)]
     if reads:
         tool, pname = _pick_tool_first(b, reads)
         b.add(tool, {pname: last})

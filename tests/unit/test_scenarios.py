@@ -83,3 +83,14 @@ def test_kind_weights_name_what_is_wrong():
         parse_kinds("fix:x")
     with pytest.raises(ValueError, match="at least one weight must be positive"):
         parse_kinds("build:0")
+
+
+@pytest.mark.parametrize("report", [["dedupe_rows"], ["grep_lines"], ["no_such_tool"]])
+def test_a_fault_reporting_with_no_read_of_the_ecosystem_is_refused(report):
+    """A fix's report is a read: a repair tool, a write or an unknown name is refused."""
+    spec = load_ecosystem("files").spec.model_dump(by_alias=True)
+    spec["faults"]["injectors"][0]["report"] = report
+    with pytest.raises(ValidationError, match=r"no read tools of the ecosystem"):
+        EcosystemSpec.model_validate(spec)
+    spec["faults"]["injectors"][0]["report"] = ["count_lines"]
+    EcosystemSpec.model_validate(spec)

@@ -94,6 +94,17 @@ def test_a_fix_task_with_work_unrelated_to_its_repair_is_flagged():
     assert findings(trace, [], _graph(None, [], []), repairs=0) == set()  # a build task
 
 
+def test_a_fix_report_the_fault_does_not_name_is_an_unrelated_extra():
+    trace = {"steps": []}
+    graph = _graph("negative_price", [], ["s1"])  # the repair, then a read of the table
+    graph["steps"][0]["tool"], graph["steps"][1]["tool"] = "fix_negative_amounts", "count_where"
+    assert findings(trace, [], graph, repairs=1) == set()  # the fault names no reports
+    named = frozenset({"count_rows", "sum_column"})
+    assert findings(trace, [], graph, repairs=1, report=named) == {"unrelated extra (fix)"}
+    graph["steps"][1]["tool"] = "sum_column"
+    assert findings(trace, [], graph, repairs=1, report=named) == set()
+
+
 def test_the_readability_section_reads_real_shards():
     from tasks.dataset.report.readability import COLUMNS as READ
     from tasks.dataset.report.readability import readability_rows

@@ -1,4 +1,5 @@
-"""A replacement step in a fix graph stays in the fault's story (tasks/execute/substitute.py)."""
+"""A replacement step stays in the task's story: a fix graph's in the fault's, a scenario's
+graph in the scenario's tools (tasks/execute/substitute.py)."""
 
 from environments.ecosystems import load_ecosystem
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
@@ -8,7 +9,8 @@ from tasks.execute.substitute import substitutes
 FILES = load_ecosystem("files")
 
 
-def _graph(fault: str | None) -> tuple[WorkflowGraph, Candidate, list[StepTrace]]:
+def _graph(fault: str | None, scenario: str | None = None
+           ) -> tuple[WorkflowGraph, Candidate, list[StepTrace]]:
     """Repair a CRLF file, keep its first lines, then grep them (the step to replace)."""
     sample = Binding(kind="sample", facet="n")
     steps = [Step(id="s1", tool="find_crlf_file", bind={}),
@@ -21,7 +23,8 @@ def _graph(fault: str | None) -> tuple[WorkflowGraph, Candidate, list[StepTrace]
                  "path": Binding(kind="step", step="s3"),
                  "pattern": Binding(kind="sample", facet="pattern"),
                  "out": Binding(kind="literal", value="out/matching_lines.txt")})]
-    graph = WorkflowGraph(ecosystem="files", shape="chain", steps=steps, fault=fault)
+    graph = WorkflowGraph(ecosystem="files", shape="chain", steps=steps, fault=fault,
+                          scenario=scenario)
     seen = Observation(exit_code=0, stdout="", stderr="", duration_s=0)
     done = [StepTrace(step_id=s, tool=t, args={}, command="true", observation=seen, output=o,
                       output_type="file.text.lines")
@@ -44,3 +47,35 @@ def test_a_fix_graph_replaces_a_step_only_by_one_building_on_the_same_result():
     graph, cand, done = _graph("windows_line_endings")
     fix = substitutes(FILES, cand, graph, done, files, graph.steps[3])
     assert fix and all(_reads_s3(s) for s in fix)
+
+
+def test_a_scenario_graph_is_repaired_with_the_scenario_tools_only():
+    files = FILES.seed_state(3)
+    graph, cand, done = _graph(None)
+    anywhere = {s.tool for s in substitutes(FILES, cand, graph, done, files, graph.steps[3])}
+    story = set(FILES.spec.scenario("incident_triage").tools)
+    assert anywhere - story  # outside a scenario, tools of other work replace the step too
+    graph, cand, done = _graph(None, "incident_triage")
+    inside = {s.tool for s in substitutes(FILES, cand, graph, done, files, graph.steps[3])}
+    assert inside and inside <= story and inside == anywhere & story
+
+
+def test_a_fix_report_is_replaced_only_by_another_report_the_fault_names():
+    files = FILES.seed_state(3)
+    csv = sorted(p for p in files if p.startswith("data/") and p.endswith(".csv"))[0]
+    seen = Observation(exit_code=0, stdout="", stderr="", duration_s=0)
+    done = [StepTrace(step_id=s, tool=t, args={}, command="true", observation=seen, output=csv,
+                      output_type="file.text.csv")
+            for s, t in (("s1", "find_bom_file"), ("s2", "strip_bom"))]
+    report = Step(id="s3", tool="count_words", bind={"path": Binding(kind="step", step="s2")})
+    steps = [Step(id="s1", tool="find_bom_file", bind={}),
+             Step(id="s2", tool="strip_bom", bind={"path": Binding(kind="step", step="s1")}),
+             report]
+    options = {}
+    for fault in (None, "byte_order_mark"):
+        graph = WorkflowGraph(ecosystem="files", shape="chain", steps=steps, fault=fault)
+        cand = Candidate(candidate_id="c", index=0, ecosystem="files", seed=3, graph=graph)
+        options[fault] = {s.tool for s in substitutes(FILES, cand, graph, done, files, report)}
+    named = set(FILES.spec.fault("byte_order_mark").report or [])
+    assert options[None] - named  # reads of the file that answer nothing the symptom asks
+    assert options["byte_order_mark"] == options[None] & named, options

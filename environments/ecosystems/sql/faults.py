@@ -76,3 +76,27 @@ def wrong_total(files: Files, seed: int) -> Files:
     delta = rng.choice([5, 10, 12.5, 20, 49.99])
     return _append(files, f"UPDATE orders SET total = round(total + {delta}, 2) "
                           f"WHERE order_id = {order};\n")
+
+
+def negative_shipping(files: Files, seed: int) -> Files:
+    """One order's shipping cost stored with the wrong sign (a refund typed into the cost
+    field); an order that shipped for free has no sign to lose, so the first order from a
+    drawn id on that paid for shipping takes it."""
+    order = _rng("negative_shipping", seed).choice(_ids(files, "orders"))
+    paid = "SELECT order_id FROM orders WHERE shipping_cost > 0"
+    return _append(files, "UPDATE orders SET shipping_cost = -shipping_cost WHERE order_id = "
+                          f"coalesce(({paid} AND order_id >= {order} ORDER BY order_id LIMIT 1), "
+                          f"({paid} ORDER BY order_id LIMIT 1));\n")
+
+
+def negative_quantity(files: Files, seed: int) -> Files:
+    """One order line's quantity saved with a minus sign (entered as a return)."""
+    item = _rng("negative_quantity", seed).choice(_ids(files, "order_items"))
+    return _append(files, f"UPDATE order_items SET quantity = -quantity WHERE item_id = {item};\n")
+
+
+def padded_product_name(files: Files, seed: int) -> Files:
+    """One product's name with stray spaces after it (pasted from a spreadsheet)."""
+    product = _rng("padded_product_name", seed).choice(_ids(files, "products"))
+    return _append(files, "UPDATE products SET name = name || '  ' "
+                          f"WHERE product_id = {product};\n")

@@ -17,7 +17,10 @@ execution are meant to prevent (``tasks/plan/planner.py`` uses each tool once pe
   files they derive from, followed back through the steps that wrote them) are of
   different kinds (file extensions), such as a log concatenated with a CSV;
 - ``unrelated extra (fix)``: a fix task with a step that neither is a repair step nor
-  uses, directly or through other steps, what a repair step made (needs the graph);
+  uses, directly or through other steps, what a repair step made, or that is no read the
+  fault names as its report (``faults.injectors[].report``: a count of the repaired
+  table's rows in some city asks about what the symptom never mentioned) (needs the graph;
+  the reports of built-ins only);
 - ``alias consumed``: a step takes the output of an earlier step whose tool declares it an
   alias (``returns.alias``: a new tag on a commit is that commit), so the earlier step was
   made only to point at what it points at (needs the ecosystem's specs: built-ins only).
@@ -66,13 +69,14 @@ def _lines(output_type: str) -> bool:
     return output_type == "file.text" or output_type.startswith("file.text.lines")
 
 
-def _unrelated_to_fix(graph: dict, repairs: int) -> bool:
+def _unrelated_to_fix(graph: dict, repairs: int, report: frozenset[str] | None) -> bool:
     """A step of a fix graph that is no repair step (its first ``repairs``) and uses
-    nothing a repair step made, directly or through other steps."""
+    nothing a repair step made, directly or through other steps, or is no tool of
+    ``report`` (the fault's reports; None: any)."""
     related: set[str] = set()
     for n, step in enumerate(graph.get("steps", [])):
         ups = {b.get("step") for b in step.get("bind", {}).values() if b.get("kind") == "step"}
-        if n < repairs or ups & related:
+        if n < repairs or (ups & related and (report is None or step.get("tool") in report)):
             related.add(step["id"])
         else:
             return True
@@ -80,12 +84,14 @@ def _unrelated_to_fix(graph: dict, repairs: int) -> bool:
 
 
 def findings(trace: dict, checks: list[dict], graph: dict | None = None,
-             repairs: int = 0, aliases: frozenset[str] = frozenset()) -> set[str]:
+             repairs: int = 0, aliases: frozenset[str] = frozenset(),
+             report: frozenset[str] | None = None) -> set[str]:
     """The detectors that flag one task (its trace and checks, as stored; a fix task's
-    graph and the number of its repair steps; the tools whose output is an alias)."""
+    graph, the number of its repair steps and the reads its fault names as reports; the
+    tools whose output is an alias)."""
     steps = trace.get("steps", [])
     found: set[str] = set()
-    if graph is not None and graph.get("fault") and _unrelated_to_fix(graph, repairs):
+    if graph is not None and graph.get("fault") and _unrelated_to_fix(graph, repairs, report):
         found.add("unrelated extra (fix)")
     tools = [st["tool"] for st in steps]
     if len(tools) != len(set(tools)):
@@ -136,8 +142,8 @@ def composition_tallies(con: duckdb.DuckDBPyConnection) -> dict[str, Tally]:
         trace, checks, graph = json.loads(trace_json), json.loads(checks_json), \
             json.loads(graph_json)
         has_digests = any(st.get("digest") for st in trace.get("steps", []))
-        flags = findings(trace, checks, graph, _repairs(ecosystems, eco, graph.get("fault")),
-                         _aliases(ecosystems, eco))
+        repairs, report = _fix(ecosystems, eco, graph.get("fault"))
+        flags = findings(trace, checks, graph, repairs, _aliases(ecosystems, eco), report)
         for key in (eco, "all"):
             t = tallies[key]
             t.tasks += 1
@@ -160,16 +166,21 @@ def _aliases(ecosystems: dict[str, Ecosystem | None], name: str) -> frozenset[st
     return frozenset(t.name for t in eco.spec.tools if t.returns.alias) if eco else frozenset()
 
 
-def _repairs(ecosystems: dict[str, Ecosystem | None], name: str, fault: str | None) -> int:
+def _fix(ecosystems: dict[str, Ecosystem | None], name: str, fault: str | None
+         ) -> tuple[int, frozenset[str] | None]:
     """How many repair steps ``fault`` of built-in ecosystem ``name`` has (0 for a build
-    task; 1, the first step, for a user's ecosystem or an unknown fault)."""
+    task; 1, the first step, for a user's ecosystem or an unknown fault), and the reads it
+    names as reports (None: any)."""
     if not fault:
-        return 0
+        return 0, None
     eco = _builtin(ecosystems, name)
     try:
-        return len(eco.spec.fault(fault).repair) if eco is not None else 1
+        spec = eco.spec.fault(fault) if eco is not None else None
     except KeyError:
-        return 1
+        spec = None
+    if spec is None:
+        return 1, None
+    return len(spec.repair), None if spec.report is None else frozenset(spec.report)
 
 
 COLUMNS = ["ecosystem", "tasks", *DETECTORS]
