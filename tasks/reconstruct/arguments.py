@@ -4,8 +4,9 @@ A value a sampler drew from the candidate's state (a product, a branch, a thresh
 from what an earlier step left (a line of a file it wrote, a value it printed) names
 something of that state only; on another case the same program needs that case's value.
 Every such value becomes an argument of the program (``run.sh DIR ARG...``) where its
-tool's command uses it as a plain shell word (``{{ name }}``) or a SQL string literal
-(``{{ name | sql }}``).
+tool's command uses it as a plain shell word (``{{ name }}``), a SQL string literal
+(``{{ name | sql }}``) or a word of a double-quoted SQL statement (a column to rank by, a
+count; a case whose value is no plain word then has no value for it).
 :func:`program_arguments` finds them, :func:`parameterized` renders the trace with
 ``"${2}"``, ``"${3}"``... in their place, and
 :func:`case_arguments` draws a case's values with the same samplers and RNG as execution,
@@ -34,6 +35,11 @@ from tasks.reconstruct.choices import kept
 STEPS_TIMEOUT_S = 30.0
 """How long the program's steps before a sampled argument may run on one case."""
 _EXPRESSION = re.compile(r"\{[{%]-?(.*?)-?[}%]\}", re.S)
+_WORD = re.compile(r"^[\w.,-]+$")
+"""A value a double-quoted statement may take unquoted: an identifier, a number, a list of
+identifiers."""
+BARE = "${{{}}}"
+"""The form of an argument used as a word of a double-quoted string."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +56,9 @@ class Argument:
 def _form(template: str, name: str) -> str | None:
     """How a shell parameter takes ``name``'s place in the template: ``"${{{}}}"`` where
     every use is a plain ``{{ name }}`` outside a double-quoted string, ``'${{{}}}'`` where
-    every use is ``{{ name | sql }}`` inside one (a SQL string literal); None otherwise."""
+    every use is ``{{ name | sql }}`` inside one (a SQL string literal), :data:`BARE` where
+    every use is a plain ``{{ name }}`` inside one (a word of the statement); None
+    otherwise."""
     forms = set()
     for m in _EXPRESSION.finditer(template):
         use = " ".join(m.group(1).split())
@@ -61,6 +69,8 @@ def _form(template: str, name: str) -> str | None:
             forms.add('"${{{}}}"')
         elif use == f"{name} | sql" and quoted:
             forms.add("'${{{}}}'")
+        elif use == name:
+            forms.add(BARE)
         else:
             return None
     return forms.pop() if len(forms) == 1 else None
@@ -182,6 +192,10 @@ def case_arguments(sandbox: Sandbox, eco: Ecosystem, graph: WorkflowGraph, trace
                 content = current
             drawn[a.step_id, a.param] = eco.sample(
                 b.facet, content, rng, **{w: value(a.step_id, w) for w in spec.with_})
+            if _form(tool.command, a.param) == BARE and not _WORD.match(
+                    drawn[a.step_id, a.param]):
+                raise ValueError(f"{drawn[a.step_id, a.param]!r} is no plain word, which "
+                                 "the program's statement takes unquoted")
         except UserCodeError as exc:
             raise user_code_failure("cases", exc) from exc
         except (LookupError, ValueError, FileNotFoundError) as exc:

@@ -165,11 +165,15 @@ def without_detours(text: str, described: list[str]) -> str:
     in place of a value makes of the ecosystem's wording: "the commit the newest commit on
     `main` that changed `a` points to" -> "the newest commit on `main` that changed `a`",
     and "the customer whose customer_id is the customer_id of the customer with the most
-    orders" -> "the customer with the most orders".  Only ``described`` phrases, so "the
-    commit the branch whose tip ... points to" (a branch) stays."""
+    orders" -> "the customer with the most orders".  The commit a described branch points
+    to is its tip: "the commit the branch whose tip ... points to" -> "the tip of the branch
+    whose tip ...", a description the reader takes in one step.  Only ``described``
+    phrases."""
     for phrase in sorted(described, key=len, reverse=True):
         noun = head_noun(phrase)
         text = text.replace(f"the {noun} {phrase} points to", phrase)
+        if noun == "branch":
+            text = text.replace(f"the commit {phrase} points to", f"the tip of {phrase}")
         keyed = _key_of(phrase)
         if keyed is not None and head_noun(keyed[1]) in keyed[0]:
             noun = head_noun(keyed[1])

@@ -337,20 +337,21 @@ AGAIN = "(as above)"
 @_masking
 def said_once(masked: str) -> str:
     """``text`` (Markdown) with each parenthetical aside of :data:`NGRAM` words or more
-    that repeats an earlier one (case aside) said as "(as above)": "commit B reverted on its
-    tip (one new commit made by `git revert` with its default message)" after an item that
-    said so already reads "commit B reverted on its tip (as above)".  An aside that a long
-    phrase had made a sentence of its own ("... on top. (One new commit ...)") goes back
-    into its sentence.  Code spans are never touched."""
-    seen: set[str] = set()
+    that repeats the last such aside (case aside) said as "(as above)": "commit B reverted
+    on its tip (one new commit made by `git revert` with its default message)" after an
+    item that said so reads "commit B reverted on its tip (as above)".  An aside another
+    long aside came between is said again in full, where "(as above)" would point at the
+    wrong one.  An aside that a long phrase had made a sentence of its own ("... on top.
+    (One new commit ...)") goes back into its sentence.  Code spans are never touched."""
+    last = [""]
 
     def once(m: re.Match[str]) -> str:
         key = " ".join(m["aside"].lower().split())
         if word_count(m["aside"]) < NGRAM:
             return m.group(0)
-        if key in seen:
+        if key == last[0]:
             return f" {AGAIN}" if m["stop"] else AGAIN
-        seen.add(key)
+        last[0] = key
         return m.group(0)
 
     return _ASIDE.sub(once, masked)

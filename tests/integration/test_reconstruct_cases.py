@@ -29,12 +29,12 @@ RUN_ID = f"itest-reconstruct-cases-{os.getpid()}"
 @pytest.fixture(scope="module")
 def built():
     """An accepted files task whose grep pattern is sampled from a file an earlier step
-    wrote (files, run seed 5: head_lines, sort_unique, grep_lines, count_matches)."""
+    wrote (files, run seed 8: most_errors_log, head_lines, grep_lines)."""
     eco = ecosystem("files")
-    planned, _ = plan_candidates(eco, 12, run_seed=5, kinds={"reconstruct": 1})
-    candidate = planned[6]
-    assert [s.tool for s in candidate.graph.steps][:3] == ["head_lines", "sort_unique",
-                                                           "grep_lines"]
+    planned, _ = plan_candidates(eco, 12, run_seed=8, kinds={"reconstruct": 1})
+    candidate = planned[5]
+    assert [s.tool for s in candidate.graph.steps] == ["most_errors_log", "head_lines",
+                                                       "grep_lines"]
     outcome = build_candidate(candidate, "files", DockerConfig(), RUN_ID)
     yield eco, outcome
     close_run(RUN_ID)

@@ -168,6 +168,9 @@ def test_an_aside_said_before_is_said_as_above():
     assert said_once(f"`a` {revert}; `b` {revert}") == f"`a` {revert}; `b` {AGAIN}"
     other = "(made by `git  revert`, with its default message)"
     assert said_once(f"`a` {revert}; `b` {other}") == f"`a` {revert}; `b` {other}"
+    # "(as above)" after a different aside would point at that one: said in full again
+    assert said_once(f"`a` {pick}; `b` {revert}; `c` {pick}") == \
+        f"`a` {pick}; `b` {revert}; `c` {pick}"
 
 
 def test_two_cherry_picks_say_how_once():

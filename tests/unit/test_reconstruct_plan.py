@@ -169,7 +169,7 @@ def test_a_looked_up_entry_is_not_reached_through_itself():
             f"Every order of the customer whose customer_id is {busiest}.")
     assert without_detours(text, [newest, oldest, busiest]) == (
         f"a new branch that starts at {newest}. "
-        f"The subject line of the commit {oldest} points to. "  # a branch: kept
+        f"The subject line of the tip of {oldest}. "  # a branch: its tip
         "Every order of the customer with the most orders.")
     # only phrases that describe a looked-up value are said without the detour
     assert without_detours(text, []) == text
