@@ -355,3 +355,18 @@ def said_once(masked: str) -> str:
         return m.group(0)
 
     return _ASIDE.sub(once, masked)
+
+
+_STUTTER = re.compile(r"\b([a-z]+) \1 (?=[A-Z]\b)")
+
+
+def without_stutter(text: str) -> str:
+    """``text`` with an entry named by a letter not said after its own noun: the wording
+    "for team {{ team }}" with team A reads "for team A", not "for team team A".  Code
+    spans are never touched."""
+    out, at = [], 0
+    for m in _SPAN.finditer(text):
+        out += [_STUTTER.sub(r"\1 ", text[at:m.start()]), m.group(0)]
+        at = m.end()
+    return "".join([*out, _STUTTER.sub(r"\1 ", text[at:])])
+

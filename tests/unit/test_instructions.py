@@ -486,7 +486,7 @@ def test_a_noun_an_article_opens_stays_before_a_composed_value():
     text = render_instruction(git, graph, trace, seed=1, style="goal", checks=checks).text
     assert "the the " not in text and "`feature/x`" not in text
     assert text.startswith("Find the branch whose tip commit has the oldest committer date.")
-    assert "on the commit that branch points to" in text
+    assert "on that branch" in text
 
 
 def test_the_context_names_the_database_file_except_in_the_goal_style():

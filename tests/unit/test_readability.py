@@ -183,3 +183,13 @@ def test_two_cherry_picks_say_how_once():
         text = render_instruction(git, graph, trace, seed=seed, checks=checks).text
         assert text.count("keeping that commit's author and subject") == 1, text
         assert readability(text).repeated == "", text
+
+
+def test_an_entry_named_by_a_letter_is_not_said_after_its_own_noun():
+    from tasks.rules.discourse import without_stutter
+
+    assert without_stutter("a new ticket for team team A, then commit commit B.") == \
+        "a new ticket for team A, then commit B."
+    kept = "the team that team A leads; `team team A`; the the"  # no letter after the pair
+    assert without_stutter(kept) == kept.replace("`team A`", "`team team A`")
+
