@@ -296,6 +296,11 @@ def test_samplers_are_deterministic_and_raise_lookup_error(tmp_path):
     state = _state(tmp_path, 2)
     picks = [ECO.sample("comment_body", state, random.Random(5)) for _ in range(2)]
     assert picks[0] == picks[1]
+    # a new comment states a finding, never a decision a later step could contradict
+    drawn = {ECO.sample("comment_body", state, random.Random(i)) for i in range(60)}
+    assert len(drawn) > 5 and not [c for c in drawn if c.startswith((
+        "Lowering the urgency", "Fix is in review", "I can take", "Waiting on",
+        "Could not reproduce"))]
     for t in state["tickets"].values():
         t["status"] = "open"
     with pytest.raises(LookupError):

@@ -340,8 +340,17 @@ def remove_message(state: dict, rng: random.Random, path: str = "", **_: str) ->
     return f"Remove {path}"
 
 
+TAG_MESSAGES = ("Release candidate {k} for QA", "Build {n} sent to staging",
+                "Snapshot before the {month} release", "Candidate build {n}, tests green",
+                "State signed off on {month} {day}")
+"""What a person writes on a tag: a build or review milestone (not generated prose)."""
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+           "September", "October", "November", "December")
+
+
 def tag_message(state: dict, rng: random.Random, **_: str) -> str:
-    return f"Candidate build: {_fake_text(rng, lambda f: f.catch_phrase().lower())}"
+    return rng.choice(TAG_MESSAGES).format(k=rng.randint(1, 9), n=rng.randint(100, 999),
+                                           month=rng.choice(_MONTHS), day=rng.randint(1, 28))
 
 
 def main_path(state: dict, rng: random.Random, **_: str) -> str:

@@ -109,10 +109,19 @@ def new_user_email(state: dict, rng: random.Random, name: str = "", **_: str) ->
     return email
 
 
+FINDINGS = [c for c in _seed.COMMENTS if c.startswith(("Reproduced", "{company} reported",
+                                                        "Looks related", "Added logs",
+                                                        "Confirmed with"))]
+"""The seeded comments a task's new comment is drawn from: findings about the ticket, which
+hold whatever the task does to it next.  A comment taking a decision ("Lowering the
+urgency", "Fix is in review", "I can take this one") would contradict a later step that
+escalates, closes or reassigns the ticket."""
+
+
 def comment_body(state: dict, rng: random.Random, **_: str) -> str:
     fake = _faker(rng)
     ref = _pick(rng, state.get("tickets", {}), "ticket")
-    return _seed._fill(rng.choice(_seed.COMMENTS), fake, rng, ref=ref)
+    return _seed._fill(rng.choice(FINDINGS), fake, rng, ref=ref)
 
 
 # ---- teams, users, priorities ---------------------------------------------------------
