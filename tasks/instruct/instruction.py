@@ -32,6 +32,7 @@ Templates are compiled once per process; rendering is pure Python.
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -180,9 +181,16 @@ def instruction_items(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, rng: r
 def _without_target(target: str, text: str) -> str:
     """``text`` without ``target`` repeated at its start: an entry changed in place and
     named by description reads "the deleted branch: back at ...", not "the deleted
-    branch: the deleted branch back at ..."."""
-    rest = text[len(target):].lstrip(" ,") if text.startswith(target) else ""
-    return rest or text
+    branch: the deleted branch back at ...", and one named by its literal reads "table
+    `products`: with no negative `price` left", not "table `products`: `products` with no
+    negative `price` left"."""
+    literal = re.search(r"(`[^`]+`)$", target)
+    for said in (target, literal.group(1) if literal else None):
+        if said and text.startswith(said) and text[len(said):len(said) + 1] in (" ", ","):
+            rest = text[len(said):].lstrip(" ,")
+            if rest[:1].islower():
+                return rest
+    return text
 
 
 def _observed_note(composer: Composer, ups: dict[str, int]) -> str:

@@ -586,3 +586,15 @@ def test_a_found_user_beside_a_new_one_is_named_by_a_letter():
     text = render_instruction(service, graph, trace, 3, checks=checks, described=described).text
     assert "user A" in text and "that user" not in text, text
 
+
+
+def test_an_item_does_not_say_its_target_twice():
+    from tasks.instruct.instruction import _without_target
+
+    assert _without_target("table `products`", "`products` with no negative `price` left") \
+        == "with no negative `price` left"
+    assert _without_target("the deleted branch", "the deleted branch back at its old tip") \
+        == "back at its old tip"
+    # a text that goes on with the literal as its subject keeps it
+    assert _without_target("table `t`", "`t` `x` swapped") == "`t` `x` swapped"
+    assert _without_target("`answer.txt`", "the number of rows") == "the number of rows"

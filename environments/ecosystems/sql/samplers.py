@@ -350,9 +350,19 @@ def insert_values(content: dict, rng: random.Random, table: str = "", columns: s
     return SEPARATOR.join(values)
 
 
+SALE_STATUSES = ("paid", "shipped", "delivered")
+"""Statuses of orders that count as money spent: the best customer by the orders they
+cancelled or got refunded would contradict every purpose such a lookup serves."""
+
+
 def order_status(content: dict, rng: random.Random, **_: str) -> str:
-    """A status some orders have (three or more when possible), but not all."""
-    return filter_value(content, rng, table="orders", column="status")
+    """A status of a sale (:data:`SALE_STATUSES`) some orders have (three or more when
+    possible), but not all."""
+    rows = _rows(content, "orders")
+    counts = Counter(r.get("status") for r in rows)
+    fit = [v for v, n in counts.items() if v in SALE_STATUSES and n < len(rows)]
+    good = [v for v in fit if counts[v] >= 3] or fit
+    return _choose(rng, sorted(good), "status of a sale in orders")
 
 
 # ---- customers: other seeded ids (the open-loop guess for a looked-up customer) ----------
