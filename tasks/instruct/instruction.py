@@ -288,9 +288,13 @@ def render_instruction(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed:
     context = context_text(eco, style)
     if context:
         paragraphs.append(_pick(rng, PHRASES["context_labels"])[1] + context)
-    if _ordered(style, eco, trace, items):
+    ordered = _ordered(style, eco, trace, items)
+    looked_up = style == "goal" and bool(described or _describes(eco, graph, trace, checks))
+    if ordered and looked_up:  # one rule: two notes side by side read as contradicting
+        paragraphs.append(_pick(rng, phrases["order_lookup_notes"])[1])
+    elif ordered:
         paragraphs.append(_pick(rng, phrases["order_notes"])[1])
-    if style == "goal" and (described or _describes(eco, graph, trace, checks)):
+    elif looked_up:
         paragraphs.append(_pick(rng, phrases["lookup_notes"])[1])
     report, report_id = "", ""
     if graph.fault:

@@ -193,3 +193,28 @@ def test_an_entry_named_by_a_letter_is_not_said_after_its_own_noun():
     kept = "the team that team A leads; `team team A`; the the"  # no letter after the pair
     assert without_stutter(kept) == kept.replace("`team A`", "`team team A`")
 
+
+
+def test_an_order_note_and_a_lookup_note_are_said_as_one_rule(monkeypatch):
+    """Items in order and descriptions of the starting state, said in two sentences, read
+    as contradicting each other: an instruction that needs both says one rule."""
+    import tasks.instruct.instruction as instruction
+    from tasks.instruct.instruction import PHRASES, render_instruction
+
+    git = load_ecosystem("git")
+    graph, trace = _then_pick("create_branch", {"start": "aaa"}, "bbb")
+    goal = PHRASES["goal"]
+    notes = {k: set(goal[k].values()) for k in
+             ("order_notes", "lookup_notes", "order_lookup_notes")}
+
+    def said(text: str) -> set[str]:
+        return {k for k, v in notes.items() if any(n in text for n in v)}
+
+    for ordered, looked_up, expected in ((True, True, {"order_lookup_notes"}),
+                                         (True, False, {"order_notes"}),
+                                         (False, True, {"lookup_notes"}), (False, False, set())):
+        monkeypatch.setattr(instruction, "_ordered", lambda *_, o=ordered: o)
+        monkeypatch.setattr(instruction, "_describes", lambda *_, d=looked_up: d)
+        for seed in range(3):
+            text = render_instruction(git, graph, trace, seed=seed).text
+            assert said(text) == expected, (ordered, looked_up, text)
