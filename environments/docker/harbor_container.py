@@ -138,20 +138,29 @@ class TaskContainer:
             return f.read() if f is not None else None
 
     def close(self) -> None:
-        import docker.errors
+        _remove_container(self._client, self.id)
 
-        with contextlib.suppress(docker.errors.NotFound):
-            self._client.api.remove_container(self.id, force=True, v=True)
+
+def _remove_container(client: DockerClient, container_id: str) -> None:
+    """Force-remove a container.  One already gone, or whose removal is already in progress
+    (a worker closing its own container while an interrupt removes the run's), counts as
+    removed."""
+    import docker.errors
+
+    try:
+        client.api.remove_container(container_id, force=True, v=True)
+    except docker.errors.NotFound:
+        pass
+    except docker.errors.APIError as exc:
+        if not (exc.status_code == 409 and "already in progress" in str(exc)):
+            raise
 
 
 def remove_labelled(client: DockerClient, run: str) -> int:
     """Remove every container of check run ``run``; how many there were."""
-    import docker.errors
-
     found = client.api.containers(all=True, filters={"label": f"{CHECK_LABEL}={run}"})
     for c in found:
-        with contextlib.suppress(docker.errors.NotFound):
-            client.api.remove_container(c["Id"], force=True, v=True)
+        _remove_container(client, c["Id"])
     return len(found)
 
 

@@ -141,6 +141,14 @@ class Listener:
             self.connections += 1
             conn.close()
 
+    def accepted(self, timeout_s: float = 10.0) -> int:
+        """The connections accepted so far, waiting up to ``timeout_s`` for a first one: a
+        client's connect returns once the kernel queues it, before this thread accepts."""
+        deadline = time.monotonic() + timeout_s
+        while not self.connections and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.connections
+
     def close(self) -> None:
         self._stop.set()
         self._thread.join()
@@ -227,7 +235,7 @@ def test_a_trusted_seed_runs_as_the_user_on_this_host(attack, monkeypatch):
                  "network 127.0.0.1"):
         assert report[what][0] == "reached", (what, report[what])
     assert token in report["canary"][1] and (guard / "pwned").read_text() == token
-    assert listener.connections >= 1
+    assert listener.accepted() >= 1
     Path(f"/tmp/taskfactory-pwned-{token}").unlink()
 
 
