@@ -61,7 +61,12 @@ from environments.docker.exec_path import (
     get_file,
     put_files,
 )
-from environments.docker.faults import ENGINE_ERRORS, EngineUnreachableError, as_infrastructure
+from environments.docker.faults import (
+    ENGINE_ERRORS,
+    EngineUnreachableError,
+    as_infrastructure,
+    removal_in_progress,
+)
 from environments.docker.mounts import SNAP_ROOT, reset_places, scratch_mounts
 from environments.docker.runner_channel import (
     RunnerChannel,
@@ -140,8 +145,7 @@ def _remove(api: docker.APIClient, container_id: str) -> bool:
     except docker.errors.NotFound:
         return False
     except ENGINE_ERRORS as e:
-        if isinstance(e, docker.errors.APIError) and e.status_code == 409 \
-                and "already in progress" in str(e):
+        if removal_in_progress(e):
             return False
         what = f"cannot remove container {container_id[:12]}"
         raise as_infrastructure(e, what) or SandboxError(f"{what}: {e}") from e

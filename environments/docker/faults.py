@@ -30,6 +30,13 @@ _GONE = ("no such container", "is not running", "is restarting", "is paused",
          "is marked for removal", "removal of container")
 
 
+def removal_in_progress(exc: BaseException) -> bool:
+    """Is ``exc`` the engine's 409 for a container another caller is already removing (the
+    container is as good as gone)?"""
+    return isinstance(exc, docker.errors.APIError) and exc.status_code == 409 \
+        and "already in progress" in str(exc)
+
+
 def as_infrastructure(exc: BaseException, what: str, server_errors: bool = True
                       ) -> InfrastructureError | None:
     """An ``InfrastructureError`` saying ``what`` failed when ``exc`` is the engine's

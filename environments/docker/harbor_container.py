@@ -147,12 +147,14 @@ def _remove_container(client: DockerClient, container_id: str) -> None:
     removed."""
     import docker.errors
 
+    from environments.docker.faults import removal_in_progress
+
     try:
         client.api.remove_container(container_id, force=True, v=True)
     except docker.errors.NotFound:
         pass
     except docker.errors.APIError as exc:
-        if not (exc.status_code == 409 and "already in progress" in str(exc)):
+        if not removal_in_progress(exc):
             raise
 
 

@@ -80,10 +80,9 @@ def substitutes(eco: Ecosystem, candidate: Candidate, graph: WorkflowGraph,
     upstream = any(b.kind == "step" for b in step.bind.values())
     in_graph = {s.tool for s in graph.steps}  # a task uses each tool once (tasks/plan/planner.py)
     story = set(eco.spec.scenario(graph.scenario).tools) if graph.scenario else None
-    if graph.fault and tool.effect != "write" and not tool.repair \
-            and eco.spec.fault(graph.fault).report is not None:  # the fix's report
-        story = (story or {t.name for t in eco.spec.tools}) & set(
-            eco.spec.fault(graph.fault).report or [])
+    report = eco.spec.fault(graph.fault).report if graph.fault else None
+    if report is not None and tool.effect != "write" and not tool.repair:  # the fix's report
+        story = set(report) if story is None else story & set(report)
     options = []
     for other in eco.spec.tools:
         if other.name in in_graph or other.repair or other.effect != tool.effect \

@@ -150,13 +150,15 @@ def filter_column(content: dict, rng: random.Random, table: str = "", column: st
 
 
 def filter_value(content: dict, rng: random.Random, table: str = "", column: str = "",
-                 where_column: str = "", **_: str) -> str:
-    """A stored value of the column that matches some rows of ``table`` but not all: three
-    or more when such a value exists (so later steps still have rows to work on)."""
+                 where_column: str = "", among: tuple[str, ...] = (), **_: str) -> str:
+    """A stored value of the column (one of ``among`` when given) that matches some rows of
+    ``table`` but not all: three or more when such a value exists (so later steps still
+    have rows to work on)."""
     column = where_column or column
     rows = _rows(content, table)
     counts = Counter(r.get(column) for r in rows)
-    fit = [v for v, n in counts.items() if v is not None and n < len(rows)]
+    fit = [v for v, n in counts.items() if v is not None and n < len(rows)
+           and (not among or v in among)]
     good = ([v for v in fit if counts[v] >= 3] or [v for v in fit if counts[v] >= 2] or fit)
     return _choose(rng, good, f"selective value in {table}.{column}")
 
@@ -358,11 +360,7 @@ cancelled or got refunded would contradict every purpose such a lookup serves.""
 def order_status(content: dict, rng: random.Random, **_: str) -> str:
     """A status of a sale (:data:`SALE_STATUSES`) some orders have (three or more when
     possible), but not all."""
-    rows = _rows(content, "orders")
-    counts = Counter(r.get("status") for r in rows)
-    fit = [v for v, n in counts.items() if v in SALE_STATUSES and n < len(rows)]
-    good = [v for v in fit if counts[v] >= 3] or fit
-    return _choose(rng, sorted(good), "status of a sale in orders")
+    return filter_value(content, rng, table="orders", column="status", among=SALE_STATUSES)
 
 
 # ---- customers: other seeded ids (the open-loop guess for a looked-up customer) ----------
