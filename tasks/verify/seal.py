@@ -120,19 +120,22 @@ def _folder(path):
 def take_logs(path):
     """Empty the logs folder ``path`` (made if missing) without following anything in it,
     then make it root's (when root), mode 0755.  A regular file root made there (the
-    runner's own log of this verifier's output) is kept: no other user can make one."""
+    runner's own log of this verifier's output) is kept: no other user can make one.  An
+    entry that disappears while the folder is emptied is skipped, not an error (a process
+    the seal failed to stop may still be renaming files there)."""
     os.makedirs(path, mode=0o755, exist_ok=True)
     fd = _folder(path)
     try:
         for name in os.listdir(fd):
-            st = os.lstat(name, dir_fd=fd)
-            if stat.S_ISREG(st.st_mode) and st.st_uid == 0 and st.st_nlink == 1 \
-                    and os.geteuid() == 0:
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                shutil.rmtree(name, dir_fd=fd)
-            else:
-                os.unlink(name, dir_fd=fd)
+            with contextlib.suppress(FileNotFoundError):  # gone since the listing: fine
+                st = os.lstat(name, dir_fd=fd)
+                if stat.S_ISREG(st.st_mode) and st.st_uid == 0 and st.st_nlink == 1 \
+                        and os.geteuid() == 0:
+                    continue
+                if stat.S_ISDIR(st.st_mode):
+                    shutil.rmtree(name, dir_fd=fd)
+                else:
+                    os.unlink(name, dir_fd=fd)
         if os.geteuid() == 0:
             os.fchown(fd, 0, 0)
         os.fchmod(fd, 0o755)
