@@ -163,14 +163,16 @@ class Returns(_Strict):
     that commit): a step taking it would take that input through a detour, made only to
     point at what it points at, so the planner binds no step to it."""
     settles: list[str] = []
-    """For a tool that creates a record: fields whose default the task wants as created (a
-    new ticket is open).  A later step of the task that changes one of them is purposeless,
-    as one that changes a field the step set from its arguments is (a ticket created and
-    then resolved at once); fields left out (an assignee) may be set by a later step."""
+    """For a tool that creates a record or a fresh entry: fields whose default the task
+    wants as created (a new ticket is open; a new branch's ``tip`` is where the task put
+    it).  A later step of the task that changes one of them is purposeless, as one that
+    changes a field the step set from its arguments is (a ticket created and then resolved
+    at once); fields left out (an assignee) may be set by a later step."""
     changes: list[str] = []
-    """For a write that changes a record in place: the fields it may change.  The planner
-    binds it to no record the task created whose fields include one of them (the creating
-    step's parameters and ``settles``, then the fields earlier writes changed)."""
+    """For a write that changes an entry in place: the fields it may change (a rewind
+    changes a branch's ``tip``).  The planner binds it to no entry the task created whose
+    fields include one of them (the creating step's parameters and ``settles``, then the
+    fields earlier writes changed)."""
 
 
 class ToolSpec(_Strict):
@@ -479,6 +481,9 @@ class Scenario(_Strict):
     tools: dict[str, Annotated[float, Field(gt=0)]] = Field(min_length=2)
     faults: list[str] = Field(default_factory=list)
     weight: float = Field(1.0, gt=0)
+    max_writes: int | None = Field(None, ge=1)
+    """At most this many write steps in a build graph of the scenario (None: no bound).  A
+    hotfix is a branch or two, not four branches stacked on each other."""
 
 
 class EcosystemSpec(_Strict):

@@ -2,12 +2,13 @@
 
 A write step is *purposeless* when it changes nothing the probe sees; when it leaves an
 entry as it was before an earlier step wrote it (it undoes that step: a label added then
-removed, a ticket escalated then lowered again); when it sets again a field of a record
-that an earlier step of the task set (it overwrites that step: a ticket created with one
-title and then retitled, closed and then reopened by an escalation); or when the entry
-it writes, in a section declared ``distinct``, equals one of its own inputs (``sort -u``
-of a file that is already sorted and unique) or another output of the task (the same rows
-copied into two tables).  Equality is the section's compare mode
+removed, a ticket escalated then lowered again), or equal to the entry that earlier step
+made it from (a new branch with a commit picked on top, moved back to its base); when it
+sets again a field of a record that an earlier step of the task set (it overwrites that
+step: a ticket created with one title and then retitled, closed and then reopened by an
+escalation); or when the entry it writes, in a section declared ``distinct``, equals one
+of its own inputs (``sort -u`` of a file that is already sorted and unique) or another
+output of the task (the same rows copied into two tables).  Equality is the section's compare mode
 (:func:`tasks.verify.comparisons.digest`), so "equal" means what the verifier would call
 equal.
 
@@ -77,16 +78,19 @@ def purposeless(eco: Ecosystem, tool: ToolSpec, args: dict[str, str], before: di
         return None
     section, key = entry
     mine = after[section][key]
+    compare = eco.spec.probe_sections[section].compare
     for w in earlier:
         if w.entry == entry and w.before.get(section, {}).get(key) == mine:
             return f"it leaves {section}/{key} as it was before step {w.step_id} changed it"
+        if w.entry == entry and (source := _copy_of_source(w, mine, compare)):
+            return (f"it leaves {section}/{key} as it was before step {w.step_id} changed "
+                    f"it: equal to {source}, which that step started it from")
         if w.entry == entry and (fields := _overwritten(w, before.get(section, {}).get(key),
                                                        mine)):
             return (f"it overwrites the {' and '.join(fields)} of {section}/{key} that "
                     f"step {w.step_id} set")
     if not eco.spec.probe_sections[section].distinct:
         return None
-    compare = eco.spec.probe_sections[section].compare
     target = digest(mine, compare)
     inputs = [v for p, v in args.items() if p != tool.returns.from_param]
     outputs = [w.entry[1] for w in earlier if w.entry is not None and w.entry[0] == section]
@@ -95,6 +99,21 @@ def purposeless(eco: Ecosystem, tool: ToolSpec, args: dict[str, str], before: di
         if other != key and other in after[section] \
                 and digest(after[section][other], compare) == target:
             return f"its output {key} equals {what} {other}"
+    return None
+
+
+def _copy_of_source(w: Written, value: object, compare: str) -> str | None:
+    """The input of the earlier step ``w`` (an entry of the section it wrote, as it was
+    before ``w``) that ``value`` of ``w``'s entry equals: a branch made from another with a
+    commit picked on top, then moved back to where that other one is, holds nothing the
+    task made."""
+    assert w.entry is not None
+    section, key = w.entry
+    target = digest(value, compare)
+    for other in w.args:
+        if other != key and other in w.before.get(section, {}) \
+                and digest(w.before[section][other], compare) == target:
+            return other
     return None
 
 

@@ -128,10 +128,11 @@ def plan_graph(eco: Ecosystem, seed: int, depth_weights: dict[int, float] | None
     state = {p: t for p in eco.state_paths(seed) if (t := eco.state_type(p))}
     usage = usage if usage is not None else Counter()
     recipe = dict(eco.spec.scenario(scenario).tools) if scenario else None
+    max_writes = eco.spec.scenario(scenario).max_writes if scenario else None
 
     def builder(salt: str) -> GraphBuilder:
         return GraphBuilder(eco, random.Random(f"{seed}:{salt}"), state, usage=usage,
-                        lookup=lookup, recipe=recipe)
+                            lookup=lookup, recipe=recipe, max_writes=max_writes)
 
     if fault is not None:
         b = builder(f"fix:{fault}")

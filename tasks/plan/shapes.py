@@ -57,10 +57,12 @@ class GraphBuilder:
     read: set[str] = field(default_factory=set)
     changed: set[str] = field(default_factory=set)
     settled: dict[str, frozenset[str]] = field(default_factory=dict)
-    """Per step whose output is a record the task created: the fields the task has set on
-    it so far (the creating step's arguments and ``returns.settles``, then each in-place
-    write's ``returns.changes``).  No later write sets one again: a ticket created and then
-    resolved, or retitled, is one job said twice (:mod:`tasks.execute.purpose`)."""
+    """Per step whose output is an entry the task created (a record, or a fresh name such
+    as a new branch): the fields the task has set on it so far (the creating step's
+    arguments and ``returns.settles``, then each in-place write's ``returns.changes``).  No
+    later write sets one again: a ticket created and then resolved, or retitled, is one job
+    said twice (:mod:`tasks.execute.purpose`); a new branch moved back drops what the task
+    put on it."""
     usage: Counter[str] = field(default_factory=Counter)
     """How often each tool was used by the run so far (biases choices toward coverage)."""
     lookup: bool | None = None
@@ -68,14 +70,20 @@ class GraphBuilder:
     recipe: dict[str, float] | None = None
     """The scenario's tools and their weights; None outside any scenario (every tool,
     each weighing 1)."""
+    max_writes: int | None = None
+    """The scenario's bound on write steps other than a fault's repairs (None: none)."""
 
     @property
     def tools(self) -> list[ToolSpec]:
         """The tools a graph may grow with: the scenario's (every tool outside one), but
         never the faults' repair tools, which only a fault's own repair steps use
-        (:func:`fix_chain`)."""
+        (:func:`fix_chain`), and no write once the graph holds ``max_writes`` of them."""
+        writes = sum(1 for s in self.steps
+                     if (t := self.eco.spec.tool(s.tool)).effect == "write" and not t.repair)
+        full = self.max_writes is not None and writes >= self.max_writes
         return [t for t in self.eco.spec.tools
-                if not t.repair and (self.recipe is None or t.name in self.recipe)]
+                if not t.repair and (self.recipe is None or t.name in self.recipe)
+                and not (full and t.effect == "write")]
 
     def lookup_first(self) -> bool:
         """Start with a lookup (when one can start): as the candidate drew it, or with
@@ -133,7 +141,8 @@ class GraphBuilder:
                 bind[p.name] = Binding(kind="state", value=value)
         self.steps.append(Step(id=step_id, tool=tool.name, bind=bind))
         self.out[step_id] = tool.returns
-        if tool.creates:
+        if tool.creates or (tool.effect == "write" and not in_place(tool)
+                            and tool.returns.from_param):
             self.settled[step_id] = frozenset(tool.returns.settles) | {p.name for p in tool.params}
         elif target in upstream and upstream[target] in self.settled:
             self.settled[step_id] = self.settled[upstream[target]] | set(tool.returns.changes)
@@ -315,14 +324,16 @@ def _join_over(b: GraphBuilder, depth_left: int, source: str | None, depth_first
             ends = []
             for pick, extra in ((first_pick, depth_first), (None, 0)):
                 if pick is None:  # the first branch may have used the tools left for it
-                    c = [(t, pn) for t, pn in c if t.name not in b.used()]
+                    allowed = {t.name for t in b.tools} - b.used()
+                    c = [(t, pn) for t, pn in c if t.name in allowed]
                     if not c:
                         return False
                     pick = _pick_tool_first(b, c)
                 tool, pname = pick
                 first = b.add(tool, {pname: source} if source else {})
                 ends.append(first if extra <= 0 else b.extend(first, extra, False, True))
-            if join.name in b.used() or not b.can_bind(join, {pa: ends[0], pb: ends[1]}):
+            if join.name in b.used() or join not in b.tools \
+                    or not b.can_bind(join, {pa: ends[0], pb: ends[1]}):
                 return False
             joined = b.add(join, {pa: ends[0], pb: ends[1]})
             if join.effect == "write" and depth_left > 0:

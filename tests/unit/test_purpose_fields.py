@@ -53,3 +53,39 @@ def test_a_change_in_place_then_another_of_the_same_field_is_purposeless():
     why = purposeless(SERVICE, RETITLE, {"ticket": "7"}, _state(closed), _state(escalated),
                       [close])
     assert why == "it overwrites the status of tickets/7 that step s1 set"
+
+
+GIT = load_ecosystem("git")
+
+
+def _branches(**tips):
+    return {"branches": {k.replace("_", "/"): v for k, v in tips.items()}, "tags": {}}
+
+
+def test_a_new_branch_moved_back_onto_the_branch_it_was_made_from_is_undone_work():
+    """Pick a commit onto a new branch off ``docs/milk``, commit on it, then rewind it by
+    two: the branch is ``docs/milk`` again and holds nothing the task made."""
+    seeded = _branches(docs_milk="a1", main="b2")
+    fork = Written("s2", ("branches", "pick/patch"), seeded,
+                   _branches(docs_milk="a1", main="b2", pick_patch="c3"),
+                   args=("docs/milk", "pick/patch", "b46a131ba8ba"))
+    removed = _branches(docs_milk="a1", main="b2", pick_patch="d4")
+    commit = Written("s3", ("branches", "pick/patch"), fork.after, removed,
+                     args=("pick/patch", "CHANGELOG.md", "Remove CHANGELOG.md"))
+    rewound = _branches(docs_milk="a1", main="b2", pick_patch="a1")
+    why = purposeless(GIT, GIT.spec.tool("rewind_branch"), {"branch": "pick/patch",
+                                                            "steps": "2"},
+                      removed, rewound, [fork, commit])
+    assert why == ("it leaves branches/pick/patch as it was before step s2 changed it: "
+                   "equal to docs/milk, which that step started it from")
+
+
+def test_moving_a_new_branch_below_where_it_started_is_work():
+    seeded = _branches(docs_milk="a1", main="b2")
+    fork = Written("s2", ("branches", "pick/patch"), seeded,
+                   _branches(docs_milk="a1", main="b2", pick_patch="c3"),
+                   args=("docs/milk", "pick/patch", "b46a131ba8ba"))
+    below = _branches(docs_milk="a1", main="b2", pick_patch="e5")
+    assert purposeless(GIT, GIT.spec.tool("rewind_branch"), {"branch": "pick/patch",
+                                                             "steps": "2"},
+                       fork.after, below, [fork]) is None

@@ -28,6 +28,7 @@ def _with_scenario(**scenario) -> dict:
     ({"tools": {"grep_lines": 1, "head_lines": 0}}, "greater than 0"),
     ({"tools": {"grep_lines": 1, "head_lines": 1}, "motivations": ["two\nlines"]},
      "pattern"),
+    ({"tools": {"grep_lines": 1, "head_lines": 1}, "max_writes": 0}, "greater than or equal"),
 ])
 def test_a_scenario_naming_what_does_not_fit_is_refused(scenario, message):
     with pytest.raises(ValidationError, match=message):
@@ -60,6 +61,24 @@ def test_graphs_planned_in_a_scenario_use_its_tools_and_every_scenario_is_planne
         assert c.graph.fault is None or c.graph.fault in scenario.faults
     report = format_report(diversity(eco, candidates, 0))
     assert "scenarios: " in report and all(s.name in report for s in eco.spec.scenarios)
+
+
+@pytest.mark.parametrize("name", builtin_names())
+def test_a_scenario_with_a_bound_on_writes_plans_no_graph_over_it(name):
+    """Every shape (chains, fans, joins) keeps to it; a fault's repairs do not count."""
+    eco = load_ecosystem(name)
+    bounded = {s.name: s.max_writes for s in eco.spec.scenarios if s.max_writes}
+    candidates, _ = plan_candidates(eco, 300, 11, off_scenario=0)
+    seen = Counter()
+    for c in candidates:
+        bound = bounded.get(c.graph.scenario or "")
+        if bound is None:
+            continue
+        tools = [eco.spec.tool(s.tool) for s in c.graph.steps]
+        writes = sum(1 for t in tools if t.effect == "write" and not t.repair)
+        assert writes <= bound, (c.graph.scenario, [t.name for t in tools])
+        seen[writes == bound] += 1
+    assert not bounded or seen[True] > 0  # the bound is reached, not just never approached
 
 
 def test_the_off_scenario_share_is_honoured():

@@ -29,6 +29,22 @@ def test_a_coherent_task_is_not_flagged():
     assert findings(trace, SEEDED) == set()
 
 
+def test_an_entry_moved_back_onto_what_its_maker_started_from_equals_an_input():
+    """A new branch off ``docs/milk`` with a commit picked on top, then rewound by one: the
+    rewind's own inputs are only the branch and a count, but the branch now equals the
+    input it was made from."""
+    seeded = [{"kind": "unchanged", "section": "branches", "key": "branches",
+               "expected": {"docs/milk": "d-milk", "main": "d-main"}}]
+    pick = _step("fork_with_pick", {"base": "docs/milk", "name": "pick/patch",
+                                    "commit": "b46a131ba8ba"}, "pick/patch", "git.branch", "d1")
+    rewind = _step("rewind_branch", {"branch": "pick/patch", "steps": "1"}, "pick/patch",
+                   "git.branch", "d-milk")
+    assert findings({"steps": [pick, rewind]}, seeded) == {"output equals input"}
+    below = _step("rewind_branch", {"branch": "pick/patch", "steps": "2"}, "pick/patch",
+                  "git.branch", "d2")
+    assert findings({"steps": [pick, below]}, seeded) == set()
+
+
 def test_each_detector_flags_its_pattern():
     repeated = {"steps": [_lines("grep_lines", "logs/app.log", "out/a.txt", "d1"),
                           _lines("grep_lines", "out/a.txt", "out/b.txt", "d2")]}

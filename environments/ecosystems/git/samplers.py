@@ -74,6 +74,11 @@ class _Repo:
         """A non-merge, non-root commit (it has one parent)."""
         return len(self.commits[commit]["parents"]) == 1
 
+    def change(self, commit: str) -> bool:
+        """A plain commit that changes the project, not a release (a version bump nobody
+        cherry-picks or reverts to fix something)."""
+        return self.plain(commit) and not self.commits[commit]["subject"].startswith("Release ")
+
     def ancestors(self, commit: str) -> frozenset[str]:
         """``commit`` and every commit reachable from it."""
         if commit in self._anc:
@@ -195,14 +200,15 @@ def plain_commit(state: dict, rng: random.Random, **_: str) -> str:
 
 # ---- commits that apply cleanly -------------------------------------------------------------
 def pickable(state: dict, rng: random.Random, **context: str) -> str:
-    """A seeded commit not yet on the target (``branch`` or ``base``) that cherry-picks
-    cleanly onto it: every path it touches is on the target exactly as in its parent."""
+    """A seeded change (:meth:`_Repo.change`) not yet on the target (``branch`` or
+    ``base``) that cherry-picks cleanly onto it: every path it touches is on the target
+    exactly as in its parent."""
     repo = _Repo(state)
     tip = _target(repo, context, "branch", "base")
     have = repo.files(tip)
     out = []
     for c in repo.seeded():
-        if not repo.plain(c) or c in repo.ancestors(tip):
+        if not repo.change(c) or c in repo.ancestors(tip):
             continue
         before = repo.files(repo.commits[c]["parents"][0])
         changed = repo.commits[c]["changes"]
@@ -215,14 +221,15 @@ def pickable(state: dict, rng: random.Random, **context: str) -> str:
 
 
 def revertible(state: dict, rng: random.Random, **context: str) -> str:
-    """A seeded commit on the target (``branch`` or ``base``) that reverts cleanly: every
-    path it touches is still on the target exactly as the commit left it."""
+    """A seeded change (:meth:`_Repo.change`) on the target (``branch`` or ``base``) that
+    reverts cleanly: every path it touches is still on the target exactly as the commit
+    left it."""
     repo = _Repo(state)
     tip = _target(repo, context, "branch", "base")
     have = repo.files(tip)
     out = []
     for c in sorted(repo.ancestors(tip)):
-        if c.startswith("new:") or not repo.plain(c):
+        if c.startswith("new:") or not repo.change(c):
             continue
         after = repo.files(c)
         changed = repo.commits[c]["changes"]

@@ -8,9 +8,10 @@ execution are meant to prevent (``tasks/plan/planner.py`` uses each tool once pe
 - ``repeated tool``: a tool runs twice in one task;
 - ``identical outputs``: two write steps wrote entries equal to each other (their
   ``StepTrace.digest``, the entry under its section's compare mode);
-- ``output equals input``: a write step's entry equals one of its inputs: an earlier
-  step's output, or a seeded entry the task leaves alone (its digest is in the
-  ``unchanged`` checks);
+- ``output equals input``: a write step's entry equals one of its inputs, or one of the
+  inputs of an earlier step that wrote the same entry (a new branch made from another,
+  then moved back onto it): an earlier step's output, or a seeded entry the task leaves
+  alone (its digest is in the ``unchanged`` checks);
 - ``JSON through a line tool``: a step reads a ``.json`` file and writes line-oriented
   text (``head``, ``sort`` or ``grep`` over JSON);
 - ``mixed sources joined``: a step with two or more file inputs whose sources (the seeded
@@ -104,6 +105,7 @@ def findings(trace: dict, checks: list[dict], graph: dict | None = None,
         found.add("alias consumed")
     written: dict[str, str] = {}  # output (path, table, ...) -> digest
     source: dict[str, set[str]] = {}  # output path -> kinds of the seeded files behind it
+    made_from: dict[str, list[str]] = defaultdict(list)  # output -> inputs of its writers
     for st in steps:
         out = st.get("output")
         inputs = [v for k, v in st["args"].items() if v != out]
@@ -118,9 +120,10 @@ def findings(trace: dict, checks: list[dict], graph: dict | None = None,
             continue
         if digest in written.values():
             found.add("identical outputs")
-        if any(written.get(v, seeded.get(v)) == digest for v in inputs):
+        if any(written.get(v, seeded.get(v)) == digest for v in inputs + made_from[out]):
             found.add("output equals input")
         written[out] = digest
+        made_from[out] += inputs
         if _is_path(out):
             source[out] = set().union(*kinds) if kinds else {_kind(out)}
     return found
