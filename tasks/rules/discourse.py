@@ -358,15 +358,19 @@ def said_once(masked: str) -> str:
 
 
 _STUTTER = re.compile(r"\b([a-z]+) \1 (?=[A-Z]\b)")
+_STUTTER_THAT = re.compile(r"\b([a-z]+) that \1\b(?! [A-Z]\b)")
 
 
 def without_stutter(text: str) -> str:
-    """``text`` with an entry named by a letter not said after its own noun: the wording
-    "for team {{ team }}" with team A reads "for team A", not "for team team A".  Code
-    spans are never touched."""
+    """``text`` with an entry named by a letter or by "that" not said after its own noun:
+    the wording "for team {{ team }}" reads "for team A" and "for that team", not "for team
+    team A" or "for team that team".  Code spans are never touched."""
+    def plain(part: str) -> str:
+        return _STUTTER_THAT.sub(r"that \1", _STUTTER.sub(r"\1 ", part))
+
     out, at = [], 0
     for m in _SPAN.finditer(text):
-        out += [_STUTTER.sub(r"\1 ", text[at:m.start()]), m.group(0)]
+        out += [plain(text[at:m.start()]), m.group(0)]
         at = m.end()
-    return "".join([*out, _STUTTER.sub(r"\1 ", text[at:])])
+    return "".join([*out, plain(text[at:])])
 

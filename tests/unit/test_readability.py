@@ -192,6 +192,8 @@ def test_an_entry_named_by_a_letter_is_not_said_after_its_own_noun():
         "a new ticket for team A, then commit B."
     kept = "the team that team A leads; `team team A`; the the"  # no letter after the pair
     assert without_stutter(kept) == kept.replace("`team A`", "`team team A`")
+    assert without_stutter("a new subtask for team that team. `team that team`") == \
+        "a new subtask for that team. `team that team`"
 
 
 
