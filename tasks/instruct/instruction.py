@@ -255,6 +255,17 @@ def context_text(eco: Ecosystem, style: InstructionStyle) -> str:
     return _context_template(eco.spec.context).render(style=style).strip()
 
 
+def _layout(rng: random.Random, layouts: Mapping[str, str], items: int) -> tuple[str, str]:
+    """The list layout (id, format): drawn, but a list of one item is not numbered."""
+    layout_id, layout = _pick(rng, layouts)
+    if items == 1 and "{i}" in layout:
+        unnumbered = sorted(k for k, v in layouts.items() if "{i}" not in v)
+        if unnumbered:
+            layout_id = unnumbered[0]
+            layout = layouts[layout_id]
+    return layout_id, layout
+
+
 def render_instruction(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed: int,
                        style: InstructionStyle = DEFAULT_STYLE,
                        checks: Sequence[Check] = (),
@@ -273,7 +284,7 @@ def render_instruction(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed:
     opener_id, opener = _pick(rng, _opener_pool(style, structure(graph, trace), items))
     opener = opener.format(n=_NUMBERS[len(items)] if len(items) < len(_NUMBERS)
                            else len(items))
-    layout_id, layout = _pick(rng, phrases["layouts"])
+    layout_id, layout = _layout(rng, phrases["layouts"], len(items))
     closer_id, closer = _pick(rng, phrases["closers"] if eco.spec.preserves_existing
                               else PHRASES["open_closers"])
     if eco.spec.shared_note.strip():  # what may not be added to shared state: `only` checks

@@ -598,3 +598,24 @@ def test_an_item_does_not_say_its_target_twice():
     # a text that goes on with the literal as its subject keeps it
     assert _without_target("table `t`", "`t` `x` swapped") == "`t` `x` swapped"
     assert _without_target("`answer.txt`", "the number of rows") == "the number of rows"
+
+
+def test_a_list_of_one_item_is_never_numbered():
+    import random
+
+    from tasks.instruct.instruction import PHRASES, _layout
+
+    layouts = PHRASES["goal"]["layouts"]
+    ones = {_layout(random.Random(n), layouts, 1)[0] for n in range(60)}
+    twos = {_layout(random.Random(n), layouts, 2)[0] for n in range(60)}
+    assert "numbered" not in ones and len(ones) >= 2
+    assert "numbered" in twos
+
+
+def test_a_rewind_says_commit_or_commits_as_the_count_needs():
+    from environments.ecosystems import load_ecosystem
+    from tasks.rules.compose import _template
+
+    intent = load_ecosystem("git").spec.tool("rewind_branch").intent
+    assert "moved back `1` commit along" in _template(intent).render(steps="1")
+    assert "moved back `3` commits along" in _template(intent).render(steps="3")
