@@ -255,7 +255,7 @@ def context_text(eco: Ecosystem, style: InstructionStyle) -> str:
     return _context_template(eco.spec.context).render(style=style).strip()
 
 
-def _layout(rng: random.Random, layouts: Mapping[str, str], items: int) -> tuple[str, str]:
+def _layout(rng: random.Random, layouts: dict[str, str], items: int) -> tuple[str, str]:
     """The list layout (id, format): drawn, but a list of one item is not numbered."""
     layout_id, layout = _pick(rng, layouts)
     if items == 1 and "{i}" in layout:
