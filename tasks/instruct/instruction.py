@@ -50,7 +50,13 @@ from schemas.yaml_text import load_yaml
 from tasks.instruct.preserve import ANSWER_ESSENTIALS, DEFAULT_ESSENTIAL
 from tasks.rules.compose import Composer, render_phrase
 from tasks.rules.deliverables import changes_in_place, flow
-from tasks.rules.discourse import Sentence, said_once, shorten, without_stutter
+from tasks.rules.discourse import (
+    Sentence,
+    said_once,
+    shorten,
+    unbracketed,
+    without_stutter,
+)
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 PHRASES: dict = load_yaml((TEMPLATES / "instruction_phrases.yaml").read_text())
@@ -321,7 +327,7 @@ def render_instruction(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed:
                         paragraphs=paragraphs, closer=closer,
                         setup=" ".join(s.text for s in sentences))
     if style == "goal":
-        text = said_once(shorten(without_stutter(text)))
+        text = unbracketed(said_once(shorten(without_stutter(text))))
     return Instruction(text=text.strip() + "\n", style=style,
                        template_id=f"{style}/{layout_id}/{opener_id}/{closer_id}{report_id}"
                                    f"{motivation_id}",

@@ -357,6 +357,19 @@ def said_once(masked: str) -> str:
     return _ASIDE.sub(once, masked)
 
 
+_NOTE = re.compile(r"(?<=[.!?] )\((?P<aside>[A-Z][^()]*)\)(?=\.)")
+"""An aside that became a sentence of its own: "... on top. (One new commit ...)."."""
+
+
+@_masking
+def unbracketed(masked: str) -> str:
+    """``text`` (Markdown) with each aside that is a sentence of its own said without its
+    parentheses: "... on top. (One new commit keeping ...)." reads "... on top. One new
+    commit keeping ...", not as a note left over.  Run after :func:`said_once`, which
+    finds repeated asides by their parentheses.  Code spans are never touched."""
+    return _NOTE.sub(lambda m: m["aside"], masked)
+
+
 _STUTTER = re.compile(r"\b([a-z]+) \1 (?=[A-Z]\b)")
 _STUTTER_THAT = re.compile(r"\b([a-z]+) that \1\b(?! [A-Z]\b)")
 

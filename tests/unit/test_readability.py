@@ -220,3 +220,13 @@ def test_an_order_note_and_a_lookup_note_are_said_as_one_rule(monkeypatch):
         for seed in range(3):
             text = render_instruction(git, graph, trace, seed=seed).text
             assert said(text) == expected, (ordered, looked_up, text)
+
+
+def test_an_aside_made_a_sentence_of_its_own_loses_its_parentheses():
+    from tasks.rules.discourse import unbracketed
+
+    text = ("- branch `b`: a new branch on top. (One new commit keeping `x`'s author).\n"
+            "- the rows (same names, same order); then (as above). (`code` first).")
+    assert unbracketed(text) == (
+        "- branch `b`: a new branch on top. One new commit keeping `x`'s author.\n"
+        "- the rows (same names, same order); then (as above). (`code` first).")
