@@ -305,3 +305,16 @@ def test_samplers_raise_lookup_error_when_nothing_fits():
                            ("plain_commit", {}), ("word", {}), ("branch_path", {"branch": "main"})]:
         with pytest.raises(LookupError):
             GIT.sample(facet, empty, rng, **context)
+
+
+def test_a_commit_is_never_reverted_on_a_branch_started_at_it(state):
+    """"A new branch at that commit, with a revert of that commit on top" is a branch at
+    its parent said the long way; from a branch, its tip may still be reverted."""
+    commits = state["commits"]
+    branch, tip = next((b, c) for b, c in sorted(state["branches"].items())
+                       if len(commits[c]["parents"]) == 1
+                       and not commits[c]["subject"].startswith("Release "))
+    assert all(not GIT.sample("revertible", state, random.Random(n), base=tip[:12])
+               .startswith(tip[:12]) for n in range(40))
+    assert any(GIT.sample("revertible", state, random.Random(n), base=branch)
+               .startswith(tip[:12]) for n in range(200))

@@ -223,13 +223,16 @@ def pickable(state: dict, rng: random.Random, **context: str) -> str:
 def revertible(state: dict, rng: random.Random, **context: str) -> str:
     """A seeded change (:meth:`_Repo.change`) on the target (``branch`` or ``base``) that
     reverts cleanly: every path it touches is still on the target exactly as the commit
-    left it."""
+    left it.  A target named by a commit is not itself reverted: "a new branch at that
+    commit with a revert of that commit" is a branch at its parent said the long way."""
     repo = _Repo(state)
     tip = _target(repo, context, "branch", "base")
+    named = context.get("branch") or context.get("base", "")
+    by_hash = named.strip() not in repo.branches and named.strip() not in repo.tags
     have = repo.files(tip)
     out = []
     for c in sorted(repo.ancestors(tip)):
-        if c.startswith("new:") or not repo.change(c):
+        if c.startswith("new:") or not repo.change(c) or (by_hash and c == tip):
             continue
         after = repo.files(c)
         changed = repo.commits[c]["changes"]
