@@ -247,8 +247,7 @@ class Discourse:
             if re.match(r"(a|an) ", what):
                 text, name = f"Create {what}", letter or f"the new {noun}"
             else:
-                where = f"another {noun}" if letter and self._letters[noun] > 1 \
-                    else f"a {noun} of your choice"
+                where = f"a new {noun}" if letter else f"a {noun} of your choice"
                 text = f"In {where}{f' ({letter})' if letter else ''}, write {what}"
                 name = letter or f"that {noun}"
                 letter = ""

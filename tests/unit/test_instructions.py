@@ -619,3 +619,22 @@ def test_a_rewind_says_commit_or_commits_as_the_count_needs():
     intent = load_ecosystem("git").spec.tool("rewind_branch").intent
     assert "moved back `1` commit along" in _template(intent).render(steps="1")
     assert "moved back `3` commits along" in _template(intent).render(steps="3")
+
+
+def test_a_scratch_file_of_a_chain_is_a_new_file_not_another_one():
+    """Two intermediate files get letters; each is "a new file": "In another file (file B)"
+    read as if some existing file were meant."""
+    graph, trace, _ = files_task("chain", [
+        ("s1", "grep_lines", {"path": _state("logs/app.log"), "pattern": _literal("ERROR"),
+                              "out": _literal("out/matching_lines.txt")},
+         {"path": "logs/app.log", "pattern": "ERROR", "out": "out/matching_lines.txt"}),
+        ("s2", "head_lines", {"path": _from("s1"), "n": _literal("3"),
+                              "out": _literal("out/first_lines.txt")},
+         {"path": "out/matching_lines.txt", "n": "3", "out": "out/first_lines.txt"}),
+        ("s3", "count_lines", {"path": _from("s2")}, {"path": "out/first_lines.txt"}),
+    ], "3")
+    goal = render_instruction(FILES, graph, trace, seed=0, style="goal")
+    assert [s.text for s in goal.sentences] == [
+        f"In a new file (file A), write {GREP}.",
+        "In a new file (file B), write the first `3` lines of file A, in their order."]
+    assert "another" not in goal.text

@@ -53,9 +53,9 @@ def test_a_scenario_graph_is_repaired_with_the_scenario_tools_only():
     files = FILES.seed_state(3)
     graph, cand, done = _graph(None)
     anywhere = {s.tool for s in substitutes(FILES, cand, graph, done, files, graph.steps[3])}
-    story = set(FILES.spec.scenario("incident_triage").tools)
+    story = set(FILES.spec.scenario("records_audit").tools)
     assert anywhere - story  # outside a scenario, tools of other work replace the step too
-    graph, cand, done = _graph(None, "incident_triage")
+    graph, cand, done = _graph(None, "records_audit")
     inside = {s.tool for s in substitutes(FILES, cand, graph, done, files, graph.steps[3])}
     assert inside and inside <= story and inside == anywhere & story
 
