@@ -14,8 +14,9 @@ equal.
 
 A workflow's answer is purposeless too when it prints the same without the last write
 step and that step's result is intermediate (only later reads see it): the reference
-minus that step would pass the gate's partial control
-(:meth:`tasks.execute.repair.Run._check_answer_needs_last_write`).
+minus that step would pass the gate's partial control; and a fix task's answer (its
+report) is when it prints the same without the repair: it reports on something the fix
+did not touch (:meth:`tasks.execute.repair.Run._check_answer_shows_work`).
 
 Execution rejects such a step as ``execute/purposeless`` and repairs it like a degenerate
 one (other arguments, another tool, or a shorter graph).  The digest of each write step's

@@ -43,6 +43,10 @@ from tasks.rules.deliverables import flow
 
 MAX_TRIES = 3
 """Values or tools one strategy tries before it gives up."""
+ANSWER_DRAWS = 8
+"""Draws of a purposeless answer's sampled arguments: an answer that shows none of the
+work mostly reads the wrong field of the right entry (the status of a ticket the fix
+reassigned), and a field has a handful of values."""
 
 Repairer = Callable[[RepairRequest], RepairProposal | None]
 
@@ -105,7 +109,7 @@ class Run:
                       Known(self.discovered(), self.shown(step), before))
         if tool.effect != "write":
             if step.id == self.graph.steps[-1].id:
-                self._check_answer_needs_last_write(st)
+                self._check_answer_shows_work(st)
             return st
         assert before is not None
         after = probe(self.sandbox, self.eco)
@@ -121,27 +125,43 @@ class Run:
         """The kept write steps, in order."""
         return [st for st in self.steps if self.eco.spec.tool(st.tool).effect == "write"]
 
-    def _check_answer_needs_last_write(self, answer: StepTrace) -> None:
-        """The answer must show the work of the last write step when that step's result is
-        intermediate (only later reads see it): else the reference minus that step — the
-        gate's partial control — would pass, and the step has no purpose in the task.
+    def _check_answer_shows_work(self, answer: StepTrace) -> None:
+        """The answer must show the work it reports on.
+
+        - When the last write step's result is intermediate (only later reads see it), the
+          answer must change without that step: else the reference minus that step — the
+          gate's partial control — would pass, and the step has no purpose in the task.
+        - In a fix task, the answer (its report) must change without the repair: a value
+          the fault leaves as it is (the sum of a column the fix does not touch, the line
+          count of a file whose line endings it converts) is an errand beside the fix, not
+          a report on it.
+
         Runs the other kept writes from the initial state (reads change nothing), then the
         answer's command, leaving the sandbox dirty; raises ``purposeless`` when the answer
         prints the same."""
         writes = self._writes()
-        if not writes or self.steps.index(writes[-1]) not in flow(
+        if self.graph.fault:
+            repairs = set(self.eco.spec.fault(self.graph.fault).repair)
+            left_out = [st for st in writes if st.tool in repairs]
+            without = "the repair (" + ", ".join(
+                f"step {st.step_id} {st.tool}" for st in left_out) + ")"
+        elif writes and self.steps.index(writes[-1]) in flow(
                 self.eco.spec, self.graph, Trace(steps=[*self.steps, answer])).intermediate:
+            left_out = writes[-1:]
+            without = (f"step {writes[-1].step_id} ({writes[-1].tool}), whose result only "
+                       "reads use")
+        else:
+            return
+        if not left_out:
             return
         self.sandbox.restore(self.env.initial)
         self.dirty = True
-        for st in [*writes[:-1], answer]:
+        for st in [*(w for w in writes if w not in left_out), answer]:
             again = self.sandbox.exec(shell_argv(st.command),
                                       timeout=self.eco.spec.tool(st.tool).timeout_s)
         if same_observation(again, answer.observation):
             raise StageFailure("execute", "purposeless",
-                               f"{answer.tool}: the answer is the same without step "
-                               f"{writes[-1].step_id} ({writes[-1].tool}), whose result only "
-                               "reads use")
+                               f"{answer.tool}: the answer is the same without {without}")
 
     def keep(self, st: StepTrace) -> None:
         """``st`` stays in the trace: its output feeds later steps."""
@@ -243,10 +263,12 @@ def _state_alternatives(run: Run, step: Step, name: str) -> list[str]:
 
 
 def rebind(run: Run, step: Step, failure: StageFailure) -> Fix | None:
-    """Draw the sampled arguments again; else move one typed state input elsewhere."""
+    """Draw the sampled arguments again (:data:`ANSWER_DRAWS` times for a purposeless
+    answer); else move one typed state input elsewhere."""
     sampled = [n for n, b in step.bind.items() if b.kind == "sample"]
+    answer = failure.reason == "purposeless" and step.id == run.graph.steps[-1].id
     if sampled:
-        for draw in range(1, MAX_TRIES + 1):
+        for draw in range(1, (ANSWER_DRAWS if answer else MAX_TRIES) + 1):
             bind = {n: b.model_copy(update={"draw": b.draw + draw}) if n in sampled else b
                     for n, b in step.bind.items()}
             new = step.model_copy(update={"bind": bind})

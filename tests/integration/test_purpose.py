@@ -136,3 +136,38 @@ def test_a_repair_gives_the_last_write_a_purpose():
     trace, graph = _run("sql", _update_then("count_rows"), max_repairs=2)
     assert [r.reason for r in trace.repairs][:1] == ["purposeless"]
     assert [s.tool for s in graph.steps][-1] != "count_rows"
+
+
+def _crlf_fix_then(read: str) -> list[Step]:
+    """The text file saved with Windows line endings found and converted, then ``read``
+    of that file (the fix task's report)."""
+    found = Binding(kind="step", step="s1")
+    return [Step(id="s1", tool="find_crlf_file", bind={}),
+            Step(id="s2", tool="unix_line_endings", bind={"path": found}),
+            Step(id="s3", tool=read, bind={"path": Binding(kind="step", step="s2")})]
+
+
+def _run_fix(steps: list[Step], fault: str, max_repairs: int = 0):
+    eco = ecosystem("files")
+    graph = WorkflowGraph(ecosystem="files", shape="chain", steps=steps, fault=fault)
+    candidate = Candidate(candidate_id="purpose-fix", index=0, ecosystem="files", seed=7,
+                          graph=graph)
+    with LiveEnvironment(eco, candidate.seed, sandbox_opener(eco, DockerConfig(), RUN,
+                                                             candidate), fault=fault) as env:
+        return execute_graph(env, eco, candidate, max_repairs=max_repairs)
+
+
+def test_a_fix_report_the_fault_leaves_unchanged_is_purposeless():
+    """Converting line endings keeps the number of lines: that count reports on nothing the
+    fix did, so a reader asks why it is there."""
+    with pytest.raises(StageFailure) as err:
+        _run_fix(_crlf_fix_then("count_lines"), "windows_line_endings")
+    assert (err.value.stage, err.value.reason) == ("execute", "purposeless")
+    assert err.value.detail == ("s3 count_lines: the answer is the same without the repair "
+                                "(step s2 unix_line_endings)")
+
+
+def test_a_fix_report_that_shows_the_repair_is_kept():
+    trace, graph = _run_fix(_crlf_fix_then("checksum"), "windows_line_endings")
+    assert [s.tool for s in graph.steps] == ["find_crlf_file", "unix_line_endings", "checksum"]
+    assert trace.repairs == [] and trace.answer is not None
