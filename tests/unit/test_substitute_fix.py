@@ -1,7 +1,10 @@
 """A replacement step stays in the task's story: a fix graph's in the fault's, a scenario's
 graph in the scenario's tools (tasks/execute/substitute.py)."""
 
+from dataclasses import replace
+
 from environments.ecosystems import load_ecosystem
+from schemas.ecosystem import Scenario
 from schemas.graph import Binding, Candidate, Step, WorkflowGraph
 from schemas.trace import Observation, StepTrace
 from tasks.execute.substitute import substitutes
@@ -50,13 +53,18 @@ def test_a_fix_graph_replaces_a_step_only_by_one_building_on_the_same_result():
 
 
 def test_a_scenario_graph_is_repaired_with_the_scenario_tools_only():
+    """A scenario of log work (its own here, so the built-in recipes can change) repairs a
+    failing grep with its own sort, never with a CSV column that fits the type too."""
     files = FILES.seed_state(3)
     graph, cand, done = _graph(None)
     anywhere = {s.tool for s in substitutes(FILES, cand, graph, done, files, graph.steps[3])}
-    story = set(FILES.spec.scenario("records_audit").tools)
+    story = {"most_errors_log", "grep_lines", "sort_unique", "count_lines"}
     assert anywhere - story  # outside a scenario, tools of other work replace the step too
-    graph, cand, done = _graph(None, "records_audit")
-    inside = {s.tool for s in substitutes(FILES, cand, graph, done, files, graph.steps[3])}
+    logs = Scenario(name="log_review", motivations=["The logs need a look."],
+                    tools=dict.fromkeys(story, 1.0))
+    eco = replace(FILES, spec=FILES.spec.model_copy(update={"scenarios": [logs]}))
+    graph, cand, done = _graph(None, "log_review")
+    inside = {s.tool for s in substitutes(eco, cand, graph, done, files, graph.steps[3])}
     assert inside and inside <= story and inside == anywhere & story
 
 
