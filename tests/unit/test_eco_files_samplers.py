@@ -31,3 +31,17 @@ def test_a_search_word_has_four_characters_or_more_where_the_file_has_one():
     short = b"ab cde\nab fgh\nab cde\nxy fgh\n"
     assert {FILES.sample("token", short, random.Random(i)) for i in range(20)} \
         <= {"cde", "fgh"}
+
+
+def test_a_log_is_searched_for_trouble_not_for_its_routine_level():
+    """"the lines that contain `INFO`" of the log with the most errors: the most common
+    words of a log are its routine level and function words; a search draws a word that
+    tells something, down to one on a twentieth of the lines."""
+    events = [b"connection refused by db", b"cache miss for user", b"payment captured"]
+    log = b"".join(b"2026-01-01T00:00:%02dZ %s [api] %s with retry\n"
+                   % (i, b"ERROR" if i % 10 == 0 else b"INFO ", events[i % 3])
+                   for i in range(60))
+    drawn = {FILES.sample("token", log, random.Random(i)) for i in range(60)}
+    assert drawn and not drawn & {"INFO", "with"}, drawn
+    assert drawn <= {"connection", "refused", "cache", "miss", "user", "payment", "captured",
+                     "ERROR"}, drawn

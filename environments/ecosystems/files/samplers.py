@@ -13,6 +13,9 @@ import random
 import re
 
 TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@:-]{2,}")
+UNTELLING = frozenset({"INFO", "DEBUG", "TRACE", "about", "after", "before", "from", "have",
+                       "into", "over", "that", "then", "this", "when", "will", "with"})
+"""Words nobody searches a file for: a log's routine levels, and function words."""
 
 
 def _lines(content: bytes) -> list[str]:
@@ -24,17 +27,26 @@ def token(content: bytes, rng: random.Random, **_: str) -> str:
 
     Prefers words on a quarter or more of the lines, so that later steps of a workflow
     still have material to work on, and words of four characters or more: a search for
-    `for` or `lot` is nobody's question, and it also matches `format` and `slot`."""
+    `for` or `lot` is nobody's question, and it also matches `format` and `slot`.  Nor
+    is a search for a log's routine levels (``INFO``) or for ``with``
+    (:data:`UNTELLING`): people search a log for trouble, a component or an event, down
+    to words on a twentieth of its lines where no common word tells anything."""
     lines = _lines(content)
     counts: dict[str, int] = {}
     for line in lines:
         for word in set(TOKEN.findall(line)):
             counts[word] = counts.get(word, 0) + 1
-    good = sorted(w for w, c in counts.items() if max(2, len(lines) // 4) <= c < len(lines))
-    good = good or sorted(w for w, c in counts.items() if c < len(lines))
+
+    def on(floor: int, telling: bool) -> list[str]:
+        return sorted(w for w, c in counts.items() if floor <= c < len(lines)
+                      and (not telling or (len(w) >= 4 and w not in UNTELLING)))
+
+    quarter, twentieth = max(2, len(lines) // 4), max(2, len(lines) // 20)
+    good = (on(quarter, True) or on(twentieth, True) or on(quarter, False)
+            or on(0, False))
     if not good:
         raise LookupError("no selective token in file")
-    return rng.choice([w for w in good if len(w) >= 4] or good)
+    return rng.choice(good)
 
 
 def line_count(content: bytes, rng: random.Random, **_: str) -> str:
