@@ -131,6 +131,8 @@ class Run:
         - When the last write step's result is intermediate (only later reads see it), the
           answer must change without that step: else the reference minus that step — the
           gate's partial control — would pass, and the step has no purpose in the task.
+        - In a build task, an answer that reads an entry a write changed in place must
+          change without that write (:meth:`_reported_change`).
         - In a fix task, the answer (its report) must change without the repair: a value
           the fault leaves as it is (the sum of a column the fix does not touch, the line
           count of a file whose line endings it converts) is an errand beside the fix, not
@@ -150,6 +152,9 @@ class Run:
             left_out = writes[-1:]
             without = (f"step {writes[-1].step_id} ({writes[-1].tool}), whose result only "
                        "reads use")
+        elif (changed := self._reported_change(answer)) is not None:
+            left_out = [st for st in writes if st.step_id == changed]
+            without = f"step {changed} ({left_out[0].tool}), whose entry it reads"
         else:
             return
         if not left_out:
@@ -162,6 +167,19 @@ class Run:
         if same_observation(again, answer.observation):
             raise StageFailure("execute", "purposeless",
                                f"{answer.tool}: the answer is the same without {without}")
+
+    def _reported_change(self, answer: StepTrace) -> str | None:
+        """The id of the last kept write that changed an existing entry the answer reads
+        (its key is one of the answer's arguments); None when there is none.  Such an
+        answer reports on the change ("the assignee of the ticket you reassigned"), and one
+        that reads what the change left alone ("the title of the ticket you unassigned") is
+        a question beside the task.  A created entry needs no check: without its write the
+        answer has nothing to read."""
+        values = set(answer.args.values())
+        for w in reversed(self.written):
+            if w.entry and w.entry[1] in values and w.entry[1] in w.before.get(w.entry[0], {}):
+                return w.step_id
+        return None
 
     def keep(self, st: StepTrace) -> None:
         """``st`` stays in the trace: its output feeds later steps."""

@@ -53,14 +53,15 @@ def test_a_later_step_receives_the_value_a_lookup_printed(name):
     pytest.fail(f"none of {len(observing[:4])} observing {name} candidates was accepted")
 
 
-def _service_graph(field: Binding) -> Candidate:
-    graph = WorkflowGraph(ecosystem="service", shape="chain", steps=[
-        Step(id="s1", tool="set_status", bind={
-            "ticket": Binding(kind="sample", facet="resolvable_ticket"),
-            "status": Binding(kind="literal", value="closed")}),
-        Step(id="s2", tool="ticket_field", bind={
-            "ticket": Binding(kind="step", step="s1"), "field": field}),
-    ])
+def _service_graph(field: Binding, write: str = "set_status") -> Candidate:
+    """``write`` on a ticket (set_status: to `closed`), then the ticket's ``field``."""
+    first = Step(id="s1", tool="set_status", bind={
+        "ticket": Binding(kind="sample", facet="resolvable_ticket"),
+        "status": Binding(kind="literal", value="closed")}) if write == "set_status" else \
+        Step(id="s1", tool=write, bind={"ticket": Binding(kind="sample", facet="active_ticket")})
+    graph = WorkflowGraph(ecosystem="service", shape="chain", steps=[first, Step(
+        id="s2", tool="ticket_field", bind={"ticket": Binding(kind="step", step="s1"),
+                                            "field": field})])
     return Candidate(candidate_id="echo", index=0, ecosystem="service", seed=5, graph=graph)
 
 
@@ -73,10 +74,17 @@ def _execute(candidate: Candidate, max_repairs: int):
 
 def test_an_answer_the_task_itself_writes_is_degenerate_and_redrawn():
     """Closing a ticket and then answering its status hands the solver its answer: the
-    final read is ``degenerate``; with a sampled field, a repair draws another one."""
+    final read is ``degenerate``.  With a sampled field a repair draws another one, and
+    keeps it where it reports on the change without giving it away (an escalated ticket's
+    escalation count, not its `urgent` priority); after a close no field does (its title
+    is the same without the close), so the task ends at the write."""
     with pytest.raises(StageFailure) as err:
         _execute(_service_graph(Binding(kind="literal", value="status")), max_repairs=0)
     assert err.value.reason == "degenerate"
     assert "the answer shows in the code span `closed`" in err.value.detail
-    trace, _ = _execute(_service_graph(Binding(kind="sample", facet="ticket_field")), 2)
-    assert trace.answer is not None and trace.answer.strip().lower() != "closed"
+    sampled = Binding(kind="sample", facet="ticket_field")
+    trace, _ = _execute(_service_graph(sampled, write="escalate_ticket"), 2)
+    assert trace.answer is not None and trace.answer.strip().lower() != "urgent"
+    trace, graph = _execute(_service_graph(sampled), 2)
+    assert trace.answer is None and [s.tool for s in graph.steps] == ["set_status"]
+    assert [(r.kind, r.reason) for r in trace.repairs] == [("truncate", "purposeless")]

@@ -132,6 +132,29 @@ def test_an_answer_that_shows_the_last_write_is_kept():
     assert trace.repairs == [] and trace.answer is not None
 
 
+def _unassign_then_read(field: str) -> list[Step]:
+    """An assigned ticket left without an assignee, then its ``field`` as the answer."""
+    return [
+        Step(id="s1", tool="unassign_ticket", bind={
+            "ticket": Binding(kind="sample", facet="assigned_ticket")}),
+        Step(id="s2", tool="ticket_field", bind={
+            "ticket": Binding(kind="step", step="s1"), "field": _lit(field)}),
+    ]
+
+
+def test_an_answer_beside_the_change_it_reads_is_purposeless():
+    """"Unassign ticket 18, and write its title to answer.txt": the title is the same
+    without the change, a question beside the task; its assignee reports on it."""
+    with pytest.raises(StageFailure) as err:
+        _run("service", _unassign_then_read("title"))
+    assert (err.value.stage, err.value.reason) == ("execute", "purposeless")
+    assert err.value.detail == ("s2 ticket_field: the answer is the same without step s1 "
+                                "(unassign_ticket), whose entry it reads")
+    trace, graph = _run("service", _unassign_then_read("assignee_email"))
+    assert [s.tool for s in graph.steps] == ["unassign_ticket", "ticket_field"]
+    assert trace.repairs == [] and trace.answer is not None
+
+
 def test_a_repair_gives_the_last_write_a_purpose():
     trace, graph = _run("sql", _update_then("count_rows"), max_repairs=2)
     assert [r.reason for r in trace.repairs][:1] == ["purposeless"]

@@ -196,7 +196,8 @@ NOTE = ("Accepted tasks flagged by each detector of purposeless work (a tool run
         "candidates caught with each pattern (a purposeless step repaired or rejected).")
 PATTERNS = {"changes nothing": "it changes nothing", "undone": "as it was before step",
             "overwritten": "it overwrites the", "copy of an input or output": " equals ",
-            "answer without its last write": "the answer is the same without step",
+            "answer without its last write": "whose result only reads use",
+            "answer beside its change": "whose entry it reads",
             "fix report without the repair": "the answer is the same without the repair"}
 """Per pattern execution rejects as ``execute/purposeless``, the words its detail holds
 (:mod:`tasks.execute.purpose`, ``Run._check_answer_shows_work``)."""
