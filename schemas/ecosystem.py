@@ -465,25 +465,52 @@ class Faults(_Strict):
         return _unique(injectors, "fault injector")
 
 
+class Motivation(_Strict):
+    """One line saying why a scenario's work is done, in the goal's own terms and never
+    naming a command, and the tools that make a graph that work: a graph fits the line
+    when it uses one of ``needs`` (any graph when empty).  "Sales needs to know who its
+    most loyal customers are" promises a customer looked up; an export of all delivered
+    orders does not keep it.  Written in YAML as the bare line when it needs nothing."""
+
+    text: str = Field(min_length=1, pattern=r"^[^\n]+$")
+    needs: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_line(cls, value: object) -> object:
+        return {"text": value} if isinstance(value, str) else value
+
+    def fits(self, tools: set[str]) -> bool:
+        """Whether a graph using ``tools`` does the work this line promises."""
+        return not self.needs or bool(tools & set(self.needs))
+
+
 class Scenario(_Strict):
     """A named piece of work people do in the ecosystem (preparing a release, a monthly
     sales report): a weighted recipe over its tools that gives a graph a purpose.
 
     A graph planned in the scenario grows only with ``tools`` (tool name -> relative
-    weight; a fix task's repair steps come from its fault), and its instruction opens with
-    one of ``motivations``: one line saying why the work is done, in the goal's own terms
-    and never naming a command.  ``faults`` are the injectors whose fix tasks belong to
-    the scenario; ``weight`` is how often the planner draws it relative to the others."""
+    weight; a fix task's repair steps come from its fault), and a build task's instruction
+    opens with one of the ``motivations`` the graph fits (:class:`Motivation`): the planner
+    plans no build graph in the scenario that fits none.  ``faults`` are the injectors
+    whose fix tasks belong to the scenario (their symptom is the opening); ``weight`` is
+    how often the planner draws it relative to the others."""
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
-    motivations: list[Annotated[str, Field(min_length=1, pattern=r"^[^\n]+$")]] = Field(
-        min_length=1)
+    motivations: list[Motivation] = Field(min_length=1)
     tools: dict[str, Annotated[float, Field(gt=0)]] = Field(min_length=2)
     faults: list[str] = Field(default_factory=list)
     weight: float = Field(1.0, gt=0)
     max_writes: int | None = Field(None, ge=1)
     """At most this many write steps in a build graph of the scenario (None: no bound).  A
     hotfix is a branch or two, not four branches stacked on each other."""
+    state: list[str] | None = None
+    """The state types its graphs take their inputs from, each a type or a narrower one
+    (the notes under ``docs/``, not every text file); None: any the ecosystem has."""
+
+    def fitting(self, tools: set[str]) -> list[int]:
+        """Indices of the motivations a graph using ``tools`` fits."""
+        return [i for i, m in enumerate(self.motivations) if m.fits(tools)]
 
 
 class EcosystemSpec(_Strict):
@@ -553,6 +580,11 @@ class EcosystemSpec(_Strict):
             unknown = sorted(set(s.faults) - faults)
             if unknown:
                 raise ValueError(f"scenario {s.name!r} names unknown fault injectors {unknown}")
+            unknown = sorted({n for m in s.motivations for n in m.needs} - set(s.tools))
+            if unknown:
+                raise ValueError(f"scenario {s.name!r} has motivations that need tools outside "
+                                 f"its 'tools': {unknown}; add them there or drop them from "
+                                 "'needs'")
         return self
 
     def scenario(self, name: str) -> Scenario:

@@ -272,6 +272,21 @@ def _layout(rng: random.Random, layouts: dict[str, str], items: int) -> tuple[st
     return layout_id, layout
 
 
+def _motivation(eco: Ecosystem, graph: WorkflowGraph, rng: random.Random) -> tuple[str, str]:
+    """A build task's opening line and its template id: one of its scenario's motivations
+    that the graph keeps (``("", "")`` for a fix task, whose symptom is its one opening,
+    outside a scenario, or where no line fits, as in a graph planned before lines had
+    ``needs``)."""
+    if not graph.scenario or graph.fault:
+        return "", ""
+    scenario = eco.spec.scenario(graph.scenario)
+    fitting = scenario.fitting({s.tool for s in graph.steps})
+    if not fitting:
+        return "", ""
+    i = rng.choice(fitting)
+    return scenario.motivations[i].text.strip(), f"/{graph.scenario}.m{i + 1}"
+
+
 def render_instruction(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed: int,
                        style: InstructionStyle = DEFAULT_STYLE,
                        checks: Sequence[Check] = (),
@@ -318,11 +333,7 @@ def render_instruction(eco: Ecosystem, graph: WorkflowGraph, trace: Trace, seed:
         report_id, label = _pick(rng, PHRASES["report_labels"])
         report = label + eco.spec.fault(graph.fault).symptom.strip()
         report_id = "/" + report_id
-    motivation, motivation_id = "", ""
-    if graph.scenario and not graph.fault:  # a fix task's symptom is its one opening
-        motivations = eco.spec.scenario(graph.scenario).motivations
-        i = rng.randrange(len(motivations))
-        motivation, motivation_id = motivations[i].strip(), f"/{graph.scenario}.m{i + 1}"
+    motivation, motivation_id = _motivation(eco, graph, rng)
     text = _PAGE.render(motivation=motivation, report=report, opener=opener, lines=lines,
                         paragraphs=paragraphs, closer=closer,
                         setup=" ".join(s.text for s in sentences))

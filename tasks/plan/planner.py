@@ -18,7 +18,8 @@ from a value two different tools can take.  A shape that the ecosystem's tools c
 form falls back to a chain.  Duplicate fingerprints within a run are re-planned.
 
 A candidate's kind, fault and scenario are drawn first (:mod:`tasks.plan.mix`).  A scenario
-limits the tools a graph grows with to its recipe and weighs them.  A fix graph starts
+limits the tools a graph grows with to its recipe and weighs them, and a build graph must
+do the work one of its motivations promises.  A fix graph starts
 from a fault injector's planted defect (``WorkflowGraph.fault``): its first steps are the
 injector's repair tools, whose sampled inputs find the defect at execution time, then at
 most one read reports on the repaired entry.  Repair tools appear nowhere else.
@@ -33,6 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from environments.ecosystems import Ecosystem
+from schemas.ecosystem import Scenario
 from schemas.graph import Candidate, TaskKind, WorkflowGraph
 from tasks.plan.layout import CASES_HIDDEN, CASES_PUBLIC, layout_shared
 from tasks.plan.mix import (
@@ -54,6 +56,10 @@ DEPTHS = range(1, 9)
 DEFAULT_DEPTH_WEIGHTS: dict[int, float] = {1: 1, 2: 2, 3: 3, 4: 3, 5: 2, 6: 2, 7: 1, 8: 1}
 SHAPE_WEIGHTS = {"chain": 4, "fan_out": 2, "fan_in": 2, "diamond": 2}
 FIX_DEPTH_WEIGHTS: dict[int, float] = {2: 1, 3: 2, 4: 3, 5: 3, 6: 2}
+FIT_TRIES = 8
+"""Graphs a build candidate grows in its scenario, each with its own salt, before one fits
+a motivation of the scenario (:class:`schemas.ecosystem.Motivation`); when none does, it is
+planned outside the scenario."""
 """Depths of a fix graph: its repair steps, then (at any depth past them) one read of the
 repaired entry."""
 
@@ -127,12 +133,13 @@ def plan_graph(eco: Ecosystem, seed: int, depth_weights: dict[int, float] | None
     shape = rng.choices(list(SHAPE_WEIGHTS), weights=list(SHAPE_WEIGHTS.values()))[0]
     state = {p: t for p in eco.state_paths(seed) if (t := eco.state_type(p))}
     usage = usage if usage is not None else Counter()
-    recipe = dict(eco.spec.scenario(scenario).tools) if scenario else None
-    max_writes = eco.spec.scenario(scenario).max_writes if scenario else None
+    story = eco.spec.scenario(scenario) if scenario else None
 
     def builder(salt: str) -> GraphBuilder:
         return GraphBuilder(eco, random.Random(f"{seed}:{salt}"), state, usage=usage,
-                            lookup=lookup, recipe=recipe, max_writes=max_writes)
+                            lookup=lookup, recipe=dict(story.tools) if story else None,
+                            max_writes=story.max_writes if story else None,
+                            scope=story.state if story else None)
 
     if fault is not None:
         b = builder(f"fix:{fault}")
@@ -140,18 +147,27 @@ def plan_graph(eco: Ecosystem, seed: int, depth_weights: dict[int, float] | None
         fix_chain(b, spec.repair, drawn_depth(seed, fix_steps=len(spec.repair)), spec.report)
         return WorkflowGraph(ecosystem=eco.name, shape="chain", steps=b.steps, fault=fault,
                              scenario=scenario)
-    if shape in SHAPES:
-        b = builder(shape)
-        if SHAPES[shape](b, depth):
-            return WorkflowGraph(ecosystem=eco.name, shape=shape, steps=b.steps,
+    for attempt in range(FIT_TRIES if story else 1):
+        salt = "" if attempt == 0 else f":{attempt}"
+        if shape in SHAPES:
+            b = builder(shape + salt)
+            if SHAPES[shape](b, depth) and _fits(story, b):
+                return WorkflowGraph(ecosystem=eco.name, shape=shape, steps=b.steps,
+                                     scenario=scenario)
+        b = builder("chain" + salt)
+        chain(b, depth)
+        if b.steps and _fits(story, b):
+            return WorkflowGraph(ecosystem=eco.name, shape="chain", steps=b.steps,
                                  scenario=scenario)
-    b = builder("chain")
-    chain(b, depth)
-    if not b.steps and scenario:
+    if scenario:  # the scenario's tools cannot start here, or make none of its stories
         return plan_graph(eco, seed, depth_weights, usage, lookup=lookup)
-    if not b.steps:
-        raise PlanningError(f"no tool of {eco.name!r} can start from the seeded state")
-    return WorkflowGraph(ecosystem=eco.name, shape="chain", steps=b.steps, scenario=scenario)
+    raise PlanningError(f"no tool of {eco.name!r} can start from the seeded state")
+
+
+def _fits(story: Scenario | None, b: GraphBuilder) -> bool:
+    """The graph does the work one of the scenario's motivations promises (any graph
+    outside a scenario)."""
+    return story is None or bool(story.fitting({s.tool for s in b.steps}))
 
 
 def iter_candidates(eco: Ecosystem, n: int, run_seed: int,
@@ -236,6 +252,8 @@ def _distinct(eco: Ecosystem, run_seed: int, index: int, seen: set[str], draw: _
         starts = False if draw.reconstruct else draw.lookup if inside or not scenarios else None
         graph = plan_graph(eco, seed, draw.depth_weights, draw.usage, draw.fault, scenario,
                            starts)
+        if scenario and graph.scenario is None:
+            continue  # the scenario made none of its stories here: another seed, or scenario
         if draw.reconstruct:
             graph = graph.model_copy(update={"reconstruct": True})
             if not layout_shared(eco, graph, seed, CASES_PUBLIC + CASES_HIDDEN - 1):

@@ -58,11 +58,12 @@ class GraphBuilder:
     changed: set[str] = field(default_factory=set)
     settled: dict[str, frozenset[str]] = field(default_factory=dict)
     """Per step whose output is an entry the task created (a record, or a fresh name such
-    as a new branch): the fields the task has set on it so far (the creating step's
-    arguments and ``returns.settles``, then each in-place write's ``returns.changes``).  No
-    later write sets one again: a ticket created and then resolved, or retitled, is one job
-    said twice (:mod:`tasks.execute.purpose`); a new branch moved back drops what the task
-    put on it."""
+    as a new branch) or changed in place: the fields the task has set on it so far (the
+    creating step's arguments and ``returns.settles``, then each in-place write's
+    ``returns.changes``).  No later write sets one again: a ticket created and then
+    resolved, or retitled, or closed and then set to another status, is one job said twice
+    (:mod:`tasks.execute.purpose`); a new branch moved back drops what the task put on
+    it."""
     usage: Counter[str] = field(default_factory=Counter)
     """How often each tool was used by the run so far (biases choices toward coverage)."""
     lookup: bool | None = None
@@ -72,6 +73,8 @@ class GraphBuilder:
     each weighing 1)."""
     max_writes: int | None = None
     """The scenario's bound on write steps other than a fault's repairs (None: none)."""
+    scope: list[str] | None = None
+    """The scenario's state types: state values of other types are not bound (None: any)."""
 
     @property
     def tools(self) -> list[ToolSpec]:
@@ -99,7 +102,8 @@ class GraphBuilder:
                 ) -> list[str]:
         ptype = tool.param(pname).type
         return sorted(v for v, t in self.state.items()
-                      if type_satisfies(t, ptype) and v not in self.changed and v not in taken)
+                      if type_satisfies(t, ptype) and v not in self.changed and v not in taken
+                      and (self.scope is None or any(type_satisfies(t, s) for s in self.scope)))
 
     def can_bind(self, tool: ToolSpec, upstream: dict[str, str]) -> bool:
         for p in tool.params:
@@ -144,8 +148,10 @@ class GraphBuilder:
         if tool.creates or (tool.effect == "write" and not in_place(tool)
                             and tool.returns.from_param):
             self.settled[step_id] = frozenset(tool.returns.settles) | {p.name for p in tool.params}
-        elif target in upstream and upstream[target] in self.settled:
-            self.settled[step_id] = self.settled[upstream[target]] | set(tool.returns.changes)
+        elif in_place(tool):
+            earlier = self.settled.get(upstream[target], frozenset()) \
+                if target in upstream else frozenset()
+            self.settled[step_id] = earlier | set(tool.returns.changes)
         return step_id
 
     def used(self) -> set[str]:
@@ -370,7 +376,10 @@ def fix_chain(b: GraphBuilder, repair: list[str], depth: int,
     branch), one of the fault's ``report`` tools when it names them
     (:class:`schemas.ecosystem.FaultSpec`).  Nothing is built on the repair: a ticket filed
     under the repaired one or a new tag on the restored release is a second job appended
-    to the fix, which a person asking for the fix would not ask for in the same breath."""
+    to the fix, which a person asking for the fix would not ask for in the same breath.
+    A scenario's fix graph may report with the fault's ``report`` tools even where the
+    scenario's recipe does not list them (a ticket's field is a fix's report, and a build
+    task's question beside its work)."""
     last = ""
     for name in repair:
         tool = b.eco.spec.tool(name)
@@ -379,6 +388,8 @@ def fix_chain(b: GraphBuilder, repair: list[str], depth: int,
         last = b.add(tool, {fits[0]: last} if fits else {})
     if depth <= len(repair) or b.eco.spec.tool(repair[-1]).effect != "write":
         return
+    if b.recipe is not None and report:  # the fault names its report, whatever the recipe
+        b.recipe = {**dict.fromkeys(report, 1.0), **b.recipe}
     reads = [(tool, p) for tool, p in b.consumers(last, writes_only=False, fresh_only=True)
              if tool.effect != "write" and (report is None or tool.name in report)]
     if reads:

@@ -534,7 +534,7 @@ def test_a_fix_task_opens_with_its_symptom_alone():
     for seed in range(12):
         text = render_instruction(FILES, graph, trace, seed, checks=checks).text
         assert symptom[1:] in text.split("\n\n")[0], text  # its first letter may be upper-cased
-        assert not any(m.strip() in text for m in motivations), text
+        assert not any(m.text.strip() in text for m in motivations), text
 
 
 def test_a_created_record_is_not_said_to_lack_what_a_later_item_gives_it():
@@ -638,3 +638,19 @@ def test_a_scratch_file_of_a_chain_is_a_new_file_not_another_one():
         f"In a new file (file A), write {GREP}.",
         "In a new file (file B), write the first `3` lines of file A, in their order."]
     assert "another" not in goal.text
+
+
+def test_a_build_task_opens_with_a_motivation_its_graph_keeps():
+    """A log lookup and a line count keep "Support is seeing errors again..." but not "the
+    evidence pulled out of the logs" (that line needs lines or matches pulled out)."""
+    scenario = FILES.spec.scenario("incident_triage")
+    graph = WorkflowGraph(ecosystem="files", shape="chain", scenario="incident_triage", steps=[
+        Step(id="s1", tool="most_errors_log", bind={}),
+        Step(id="s2", tool="count_lines", bind={"path": _from("s1")})])
+    trace = Trace(steps=[_step("s1", "most_errors_log", {}, "logs/api.log\n"),
+                         _step("s2", "count_lines", {"path": "logs/api.log"}, "12\n")])
+    checks = [Check(kind="answer", key="answer.txt", expected="12")]
+    kept = [m.text for m in scenario.motivations if m.text.startswith("Support")]
+    openings = {render_instruction(FILES, graph, trace, seed, checks=checks).text.split("\n")[0]
+                for seed in range(12)}
+    assert len(scenario.motivations) == 2 and openings == set(kept), openings

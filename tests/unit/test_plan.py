@@ -248,3 +248,25 @@ def test_no_step_takes_an_alias_a_step_made():
         assert not [s.id for s in c.graph.steps for b in s.bind.values()
                     if b.kind == "step" and b.step in made], c.graph
     assert planned >= 10
+
+
+def test_no_write_sets_again_a_field_an_earlier_write_changed_on_that_entry():
+    """A ticket closed and then set to another status (or resolved) is one job said twice,
+    which execution throws away as overwritten: the planner does not plan it."""
+    eco = ECOSYSTEMS["service"]
+    candidates, _ = plan_candidates(eco, 300, run_seed=13)
+    checked = 0
+    for c in candidates:
+        changed: dict[str, set[str]] = {}  # step id -> fields set on its entry so far
+        for step in c.graph.steps:
+            tool = eco.spec.tool(step.tool)
+            target = tool.returns.from_param
+            if tool.effect != "write" or not target or not tool.returns.changes:
+                continue
+            b = step.bind.get(target)
+            before = changed.get(b.step, set()) if b is not None and b.kind == "step" else set()
+            assert not before & set(tool.returns.changes), (c.graph.fault, [
+                s.tool for s in c.graph.steps])
+            changed[step.id] = before | set(tool.returns.changes)
+            checked += bool(before)
+    assert checked >= 5  # chains of in-place writes on one entry are still planned

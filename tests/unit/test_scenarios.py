@@ -28,6 +28,8 @@ def _with_scenario(**scenario) -> dict:
     ({"tools": {"grep_lines": 1, "head_lines": 0}}, "greater than 0"),
     ({"tools": {"grep_lines": 1, "head_lines": 1}, "motivations": ["two\nlines"]},
      "pattern"),
+    ({"tools": {"grep_lines": 1, "head_lines": 1},
+      "motivations": [{"text": "Why.", "needs": ["csv_sum"]}]}, "need tools outside"),
     ({"tools": {"grep_lines": 1, "head_lines": 1}, "max_writes": 0}, "greater than or equal"),
 ])
 def test_a_scenario_naming_what_does_not_fit_is_refused(scenario, message):
@@ -42,7 +44,8 @@ def test_every_builtin_declares_five_scenarios_that_cover_its_faults(name):
     framed = {f for s in spec.scenarios for f in s.faults}
     assert framed == {f.name for f in spec.faults.injectors} if spec.faults else not framed
     for s in spec.scenarios:
-        assert all("`" not in m and not any(c.isdigit() for c in m) for m in s.motivations)
+        assert all("`" not in m.text and not any(c.isdigit() for c in m.text)
+                   for m in s.motivations)
 
 
 @pytest.mark.parametrize("name", builtin_names())
@@ -56,8 +59,9 @@ def test_graphs_planned_in_a_scenario_use_its_tools_and_every_scenario_is_planne
         if c.graph.scenario is None:
             continue
         scenario = eco.spec.scenario(c.graph.scenario)
-        repairs = set(eco.spec.fault(c.graph.fault).repair) if c.graph.fault else set()
-        assert {s.tool for s in c.graph.steps} <= set(scenario.tools) | repairs
+        fault = eco.spec.fault(c.graph.fault) if c.graph.fault else None
+        own = set(fault.repair) | set(fault.report or ()) if fault else set()  # its report
+        assert {s.tool for s in c.graph.steps} <= set(scenario.tools) | own
         assert c.graph.fault is None or c.graph.fault in scenario.faults
     report = format_report(diversity(eco, candidates, 0))
     assert "scenarios: " in report and all(s.name in report for s in eco.spec.scenarios)
@@ -79,6 +83,35 @@ def test_a_scenario_with_a_bound_on_writes_plans_no_graph_over_it(name):
         assert writes <= bound, (c.graph.scenario, [t.name for t in tools])
         seen[writes == bound] += 1
     assert not bounded or seen[True] > 0  # the bound is reached, not just never approached
+
+
+@pytest.mark.parametrize("name", builtin_names())
+def test_a_build_graph_does_the_work_its_motivation_promises(name):
+    """"Sales wants its most loyal customers" is not opened over an export of every
+    delivered order: a scenario's build graph uses a tool one of its lines needs, and the
+    instruction opens with such a line."""
+    eco = load_ecosystem(name)
+    candidates, _ = plan_candidates(eco, 60, 7, kinds={"build": 1.0}, off_scenario=0)
+    checked = 0
+    for c in candidates:
+        if c.graph.scenario is None:
+            continue
+        scenario = eco.spec.scenario(c.graph.scenario)
+        tools = {s.tool for s in c.graph.steps}
+        fitting = scenario.fitting(tools)
+        assert fitting, (c.graph.scenario, sorted(tools))
+        checked += any(m.needs for m in scenario.motivations)
+    assert checked >= 30
+
+
+def test_a_scenario_scoped_to_a_state_type_binds_only_values_of_it():
+    """The notes review reads the notes under docs/, not whichever text file fits."""
+    eco = load_ecosystem("files")
+    assert eco.spec.scenario("docs_review").state == ["file.text.lines.prose"]
+    candidates, _ = plan_candidates(eco, 60, 3, kinds={"build": 1.0}, off_scenario=0)
+    bound = [b.value for c in candidates if c.graph.scenario == "docs_review"
+             for s in c.graph.steps for b in s.bind.values() if b.kind == "state"]
+    assert bound and all(v.startswith("docs/") for v in bound), bound
 
 
 def test_the_off_scenario_share_is_honoured():
