@@ -56,12 +56,12 @@ DEPTHS = range(1, 9)
 DEFAULT_DEPTH_WEIGHTS: dict[int, float] = {1: 1, 2: 2, 3: 3, 4: 3, 5: 2, 6: 2, 7: 1, 8: 1}
 SHAPE_WEIGHTS = {"chain": 4, "fan_out": 2, "fan_in": 2, "diamond": 2}
 FIX_DEPTH_WEIGHTS: dict[int, float] = {2: 1, 3: 2, 4: 3, 5: 3, 6: 2}
-FIT_TRIES = 8
-"""Graphs a build candidate grows in its scenario, each with its own salt, before one fits
-a motivation of the scenario (:class:`schemas.ecosystem.Motivation`); when none does, it is
-planned outside the scenario."""
 """Depths of a fix graph: its repair steps, then (at any depth past them) one read of the
 repaired entry."""
+FIT_TRIES = 8
+"""Graphs a build candidate grows in its scenario, each with its own salt, until one fits
+a motivation of the scenario (:class:`schemas.ecosystem.Motivation`); when none does, the
+candidate tries another seed or scenario."""
 
 
 class PlanningError(RuntimeError):
@@ -122,8 +122,8 @@ def plan_graph(eco: Ecosystem, seed: int, depth_weights: dict[int, float] | None
     """One graph over the state seeded with ``seed``; depth drawn from ``depth_weights``.
     With ``fault``, a fix graph: that injector's repair steps, then a short chain
     (:data:`FIX_DEPTH_WEIGHTS`).  With ``scenario``, the graph grows with that scenario's
-    tools only, picked by their weights; where they cannot start from the seeded state, the
-    graph is planned outside the scenario.
+    tools only, picked by their weights, and a build graph fits one of its motivations
+    (:data:`FIT_TRIES`); ``PlanningError`` where the scenario makes none from this seed.
 
     ``usage`` (tool name -> uses so far in the run) makes rarely used tools likelier;
     ``lookup`` says whether the graph starts with a lookup where one can (None: with
@@ -159,9 +159,8 @@ def plan_graph(eco: Ecosystem, seed: int, depth_weights: dict[int, float] | None
         if b.steps and _fits(story, b):
             return WorkflowGraph(ecosystem=eco.name, shape="chain", steps=b.steps,
                                  scenario=scenario)
-    if scenario:  # the scenario's tools cannot start here, or make none of its stories
-        return plan_graph(eco, seed, depth_weights, usage, lookup=lookup)
-    raise PlanningError(f"no tool of {eco.name!r} can start from the seeded state")
+    raise PlanningError(f"scenario {scenario!r} makes no graph from seed {seed}" if scenario
+                        else f"no tool of {eco.name!r} can start from the seeded state")
 
 
 def _fits(story: Scenario | None, b: GraphBuilder) -> bool:
@@ -250,10 +249,13 @@ def _distinct(eco: Ecosystem, run_seed: int, index: int, seen: set[str], draw: _
         inside = scenarios and attempt < MAX_REPLANS - OUTSIDE_REPLANS
         scenario = scenarios[attempt % len(scenarios)] if inside else None
         starts = False if draw.reconstruct else draw.lookup if inside or not scenarios else None
-        graph = plan_graph(eco, seed, draw.depth_weights, draw.usage, draw.fault, scenario,
-                           starts)
-        if scenario and graph.scenario is None:
-            continue  # the scenario made none of its stories here: another seed, or scenario
+        try:
+            graph = plan_graph(eco, seed, draw.depth_weights, draw.usage, draw.fault, scenario,
+                               starts)
+        except PlanningError:
+            if scenario is None:
+                raise
+            continue  # the scenario makes none of its stories here: another seed, or scenario
         if draw.reconstruct:
             graph = graph.model_copy(update={"reconstruct": True})
             if not layout_shared(eco, graph, seed, CASES_PUBLIC + CASES_HIDDEN - 1):
