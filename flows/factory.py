@@ -22,7 +22,7 @@ but not those its annotations name, and Prefect validates the parameters against
 
 import errno
 import hashlib
-import itertools
+import heapq
 import logging
 import shutil
 import time
@@ -109,19 +109,19 @@ every outcome of a run up to that size."""
 
 def plan_run(settings: RunSettings) -> tuple[PlannedCandidates, int]:
     """Every ecosystem's share of the candidates, interleaved so that all ecosystems are in
-    flight together: the ecosystem at position ``p`` of ``K`` plans the run's indices
-    ``p, p + K, ...``, the places its candidates take in the interleaving, and draws each
-    candidate's kind, scenario and seed by that index.  Returns them and the number of
+    flight together: each plans the run's indices :meth:`RunSettings.owners` gives it (with
+    ``K`` ecosystems of one kind, position ``p`` plans ``p, p + K, ...``), the places its
+    candidates take in the interleaving, and draws each candidate's kind, scenario and seed
+    by that index.  Returns them and the number of
     duplicate fingerprints re-planned.  Planned one at a time and stored encoded: the plan
     never holds the candidates as objects."""
-    stride = len(settings.ecosystems)
-    streams = [iter_candidates(ecosystem(ref), settings.share(position), settings.seed,
+    indices = [settings.indices(p) for p in range(len(settings.ecosystems))]
+    streams = [iter_candidates(ecosystem(ref), len(indices[p]), settings.seed,
                                settings.depth_weights, settings.kinds, settings.off_scenario,
-                               indices=range(position, settings.tasks, stride))
-               for position, ref in enumerate(settings.ecosystems)]
+                               indices=indices[p])
+               for p, ref in enumerate(settings.ecosystems)]
     plan, replanned = PlannedCandidates(), 0
-    order = (x for group in itertools.zip_longest(*streams) for x in group if x is not None)
-    for c, dupes in order:
+    for c, dupes in heapq.merge(*streams, key=lambda planned: planned[0].index):
         plan.append(c)
         replanned += dupes
     return plan, replanned
@@ -133,7 +133,7 @@ _ahead: dict[str, tuple[PlannedCandidates, int]] = {}
 def _plan_key(settings: RunSettings) -> str:
     """What a plan depends on: the fields :func:`plan_run` reads."""
     return settings.model_dump_json(include={"tasks", "seed", "ecosystems", "depth_weights",
-                                             "kinds", "off_scenario"})
+                                             "kinds", "off_scenario", "stack_share"})
 
 
 def plan_ahead(settings: RunSettings) -> None:
@@ -185,8 +185,9 @@ def factory(settings: RunSettings, run_id: str | None = None, resume: bool = Fal
         facts = RunFacts(run_id, base.type, placement, planned, chash, replanned, t0)
         if not todo and not resume:  # a repeated run adds nothing, not even a runs row
             return summarize(settings, facts, False, 0.0, RunTally())
-        run.keep_ecosystems((eco.name, eco.digest, eco.folder) for eco in map(
-            ecosystem, refs.values()) if not eco.builtin)
+        run.keep_ecosystems((part.name, part.digest, part.folder)
+                            for eco in map(ecosystem, refs.values()) for part in eco.parts
+                            if not part.builtin)
         run.begin()
         tally = _consume(run, todo, planned, settings, Submission(refs, base, kind, address))
         if not tally.errored:  # else unfinished: a resume runs the errored candidates again
@@ -212,7 +213,8 @@ def _run_identity(settings: RunSettings, base: BackendConfig, run_id: str
     index = DedupIndex()
     chash = config_hash(
         Built({n: ecosystem(r).digest for n, r in refs.items()}, images, base.type),
-        Planned(settings.seed, settings.depth_weights, settings.kinds, settings.off_scenario),
+        Planned(settings.seed, settings.depth_weights, settings.kinds, settings.off_scenario,
+                settings.stack_share if settings.splits_stacks else None),
         settings.candidate(), llm, index.policy)
     identity = RunIdentity(run_id=run_id, flow_run_id=flow_run.get_id(), config_hash=chash,
                            llm_model=llm[0], llm_params=llm[1])

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import ConfigDict, Field, field_validator
 
-from environments.ecosystems import builtin_names, load_ecosystem
+from environments.ecosystems import default_refs, is_stack_ref, load_ecosystem
 from schemas.graph import TaskKind
 from tasks.plan.mix import (
     DEFAULT_KINDS,
@@ -68,9 +68,13 @@ class RunSettings(CandidateSettings):
     backend: Backend = Field(Backend.auto, description=(
         "docker: a hardened container per candidate; local: a temporary folder with "
         "resource limits (weaker isolation); auto: docker when a daemon answers, else local."))
-    ecosystems: list[str] = Field(builtin_names(), min_length=1, description=(
-        "Built-in names (files, git, service, sql) or ecosystem folders; candidates are split "
-        "evenly between them."))
+    ecosystems: list[str] = Field(default_refs(), min_length=1, description=(
+        "Built-in names (files, git, service, sql), ecosystem folders, and stacks (ecosystems "
+        "joined by +, like files+git+sql, or a stack file); candidates are split between "
+        "them as stack_share says."))
+    stack_share: float = Field(0.3, ge=0, le=1, allow_inf_nan=False, description=(
+        "Share of candidates that go to the stacks when the run names stacks and single "
+        "ecosystems both (each group split evenly)."))
     workers: int = Field(4, ge=1, le=64, description=(
         "Candidates in flight at once, on a thread pool or a Dask cluster alike."))
     depth_weights: dict[int, float] = Field(
@@ -115,10 +119,36 @@ class RunSettings(CandidateSettings):
     def _some_kind(cls, weights: dict[TaskKind, float]) -> dict[TaskKind, float]:
         return _weighed(weights)
 
-    def share(self, position: int) -> int:
-        """How many of ``tasks`` candidates the ecosystem at ``position`` gets."""
-        n, k = self.tasks, len(self.ecosystems)
-        return n // k + (position < n % k)
+    def owners(self) -> list[int]:
+        """The position (in ``ecosystems``) of the ecosystem each candidate index goes to.
+
+        Stacks (``files+sql``, a stack file) share ``stack_share`` of the candidates
+        and single ecosystems the rest, evenly within each group (all evenly when the run
+        names only one kind); indices go round by smooth weighted round robin, so equal
+        weights give ``0, 1, ..., K-1, 0, 1, ...``."""
+        stacked = [is_stack_ref(ref) for ref in self.ecosystems]
+        n_stacks = sum(stacked)
+        alone = len(stacked) - n_stacks
+        both = self.splits_stacks
+        weights = [(self.stack_share / n_stacks if st else (1 - self.stack_share) / alone)
+                   if both else 1.0 for st in stacked]
+        current, total, out = [0.0] * len(weights), sum(weights), []
+        for _ in range(self.tasks):
+            current = [c + w for c, w in zip(current, weights, strict=True)]
+            pick = max(range(len(current)), key=lambda i: (current[i], -i))
+            current[pick] -= total
+            out.append(pick)
+        return out
+
+    @property
+    def splits_stacks(self) -> bool:
+        """The run names stacks and single ecosystems both (``stack_share`` splits it)."""
+        stacked = {is_stack_ref(ref) for ref in self.ecosystems}
+        return stacked == {True, False}
+
+    def indices(self, position: int) -> list[int]:
+        """The candidate indices of the ecosystem at ``position`` (:meth:`owners`)."""
+        return [i for i, owner in enumerate(self.owners()) if owner == position]
 
     def runnable_on(self, backend: str, warn: Callable[[str], object]) -> RunSettings:
         """These settings on ``backend``, without the ecosystems that cannot run there (each

@@ -514,7 +514,9 @@ class Scenario(_Strict):
 
 
 class EcosystemSpec(_Strict):
-    name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
+    name: str = Field(pattern=r"^[a-z][a-z0-9_-]*(\+[a-z][a-z0-9_-]*)*$")
+    """The ecosystem's name; a stack's is its members' joined by ``+`` (a folder's spec
+    may not use ``+``)."""
     description: str
     context: str = ""
     """What a solver is told about the environment in every instruction (e.g. where a
@@ -541,6 +543,9 @@ class EcosystemSpec(_Strict):
     backends: list[Backend] = Field(default_factory=_all_backends, min_length=1)
     image: ImageSpec = Field(default_factory=ImageSpec)
     answer_file: str = "answer.txt"
+    owns: list[str] = Field(default_factory=list)
+    """Workspace paths (fnmatch globs, ``.git/*``) whose state this ecosystem's own probe
+    sections report: in a stack, the other members' sections leave them out."""
     state_types: list[StateType] = Field(default_factory=list)
     tools: list[ToolSpec] = Field(min_length=1)
     discovery: list[Discovery] = Field(default_factory=list)
@@ -653,3 +658,20 @@ class EcosystemSpec(_Strict):
             if t.name == name:
                 return t
         raise KeyError(f"ecosystem {self.name!r} has no tool {name!r}")
+
+
+class StackSpec(_Strict):
+    """A stack file: ecosystems that share one workspace
+    (:mod:`environments.ecosystems.stack`), and the work that needs them together.
+
+    ``tools`` are tools whose commands use more than one member (a query's export
+    committed on a branch); ``scenarios`` replace the members' own, so the stack's tasks
+    are the jobs that cross them (a stack without any keeps its members' scenarios and
+    fault injectors' places); ``context``, when given, replaces the members' contexts."""
+
+    members: list[str] = Field(min_length=2)
+    """Built-in ecosystem names, or folders (relative to the stack file's folder)."""
+    description: str = ""
+    context: str | None = None
+    tools: list[ToolSpec] = Field(default_factory=list)
+    scenarios: list[Scenario] = Field(default_factory=list)

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from schemas.graph import TaskKind
 from schemas.verifier import GateResult
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 """1: tasks, trajectories, attempts.  2: + provenance on every row, + steps and runs.
 3: + ``tasks.needs_observation`` and the gate's open-loop reward, + ``attempts.tools`` and
 ``attempts.graph_json``.  4: + the gate's vandal reward (``tasks.gate.vandal_reward``).
@@ -29,7 +29,8 @@ controls do not apply.  10: + the gate's hostile reward (``tasks.gate.hostile_re
 compared by their parser; + ``rollouts.agent``, ``rollouts.turns`` (per assistant message:
 the model's reasoning, token usage where the endpoint reported it) and
 ``rollouts.verifier_lines``; a rollout read from an ATIF document has the stop reason
-``imported``."""
+``imported``.  12: + ``tasks.crosses`` (a stack's task that uses two or more of its
+members)."""
 
 Supervision = Literal["masked", "full", "actobs"]
 ActionSpace = Literal["function", "terminal"]
@@ -144,6 +145,9 @@ class TaskRow(TableRow):
     """A fix task's fault injector: its environment is the seed with that defect planted."""
     scenario: str | None = None
     """The ecosystem scenario the task serves (its instruction says why); None outside any."""
+    crosses: bool | None = None
+    """A stack's task whose tools use two or more of its members (a tool of the stack's own
+    counts as crossing by itself); None outside a stack, and before schema 12."""
     image: str
     backend: str
     gate: GateResult

@@ -3,7 +3,8 @@
 An ecosystem without extra packages or support files runs on the base image itself.
 Otherwise its image is built once (offline when no packages are needed), tagged by a
 content digest of base image id + packages + support files, and reused while the tag
-exists.  Support files land in ``/opt/taskfactory/<ecosystem>/``, owned by root.
+exists.  Support files land in ``/opt/taskfactory/<ecosystem>/`` (a stack's each in its
+member's folder), owned by root.
 """
 
 from __future__ import annotations
@@ -31,15 +32,17 @@ _failed: dict[str, str] = {}
 """Tags whose build failed in this process, and why: not retried (a build costs seconds)."""
 
 
-def dockerfile(base: str, eco_name: str, packages: list[str], support: list[str]) -> str:
+def dockerfile(base: str, packages: list[str], support: bool) -> str:
+    """The image's Dockerfile; with ``support``, the build context's ``support/`` folder
+    (``<ecosystem>/<file>``, :meth:`Ecosystem.support_files`) goes to /opt/taskfactory/."""
     lines = [f"FROM {base}", "USER root"]
     if packages:
         lines.append("RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "
                      f"--no-install-recommends {' '.join(sorted(packages))} "
                      "&& rm -rf /var/lib/apt/lists/*")
     if support:
-        lines.append(f"COPY support/ /opt/taskfactory/{eco_name}/")
-        lines.append(f"RUN chmod -R a+rX /opt/taskfactory/{eco_name}")
+        lines.append("COPY support/ /opt/taskfactory/")
+        lines.append("RUN chmod -R a+rX /opt/taskfactory")
     lines += ["USER 1000:1000", "WORKDIR /workspace"]
     return "\n".join(lines) + "\n"
 
@@ -61,11 +64,10 @@ def ecosystem_image(eco: Ecosystem, config: D, extra_packages: tuple[str, ...] =
 
     Raises SandboxUnavailableError when the base image is missing or the build fails (for
     instance, a package the Debian archive does not have)."""
-    spec = eco.spec.image
-    packages = sorted({*spec.packages, *extra_packages})
-    if not packages and not spec.support:
+    packages = sorted({*eco.spec.image.packages, *extra_packages})
+    if not packages and not eco.support_files():
         return config
-    key = (str(eco.folder), eco.digest, config.model_dump_json(), tuple(packages))
+    key = (eco.name, eco.digest, config.model_dump_json(), tuple(packages))
     with _build_lock:
         known = _built.get(key)
     if not isinstance(known, type(config)):
@@ -87,14 +89,13 @@ def _build(client: docker.DockerClient, eco: Ecosystem, base: str, packages: lis
     """The tag of the ecosystem's image on ``base`` with ``packages``, built if missing."""
     import docker.errors
 
-    spec = eco.spec.image
     try:
         base_id = str(client.images.get(base).id)
     except docker.errors.ImageNotFound as exc:
         raise SandboxUnavailableError(f"base image {base} is missing; build it with "
                                       "`make image`") from exc
-    support = {f"support/{name}": (eco.folder / name).read_bytes() for name in spec.support}
-    text = dockerfile(base, eco.name, packages, spec.support)
+    support = {f"support/{name}": data for name, data in eco.support_files().items()}
+    text = dockerfile(base, packages, bool(support))
     digest = hashlib.sha256(base_id.encode() + text.encode())
     for name in sorted(support):
         digest.update(name.encode() + b"\0" + support[name])

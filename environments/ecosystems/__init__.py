@@ -15,6 +15,7 @@ import os
 import random
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from functools import cache
@@ -25,11 +26,11 @@ from typing import Any, cast
 import yaml
 from pydantic import ValidationError
 
-from environments.ecosystems import contract
+from environments.ecosystems import contract, stack
 from environments.ecosystems.code import load_functions, placement
 from environments.ecosystems.files import FolderFileError, own_file, own_text
 from environments.ecosystems.usercode import UserCodeError
-from schemas.ecosystem import EcosystemSpec, type_satisfies
+from schemas.ecosystem import EcosystemSpec, StackSpec, type_satisfies
 from schemas.yaml_text import load_yaml
 
 BUILTIN_DIR = Path(__file__).parent
@@ -82,8 +83,8 @@ class Ecosystem:
 
     @property
     def builtin(self) -> bool:
-        """One of the project's own ecosystems (a user's folder is not)."""
-        return self.folder.parent == BUILTIN_DIR
+        """One of the project's own ecosystems, or a stack of them (a user's folder is not)."""
+        return all(eco.folder.parent == BUILTIN_DIR for eco in self.parts)
 
     layout_fn: contract.Layout | None = None
     provide_fn: contract.Provide | None = None
@@ -91,6 +92,32 @@ class Ecosystem:
     """The spec's ``shortcuts`` module (``empty`` and ``fill``), when it names one."""
     plants: dict[str, contract.Plant] = field(default_factory=dict)
     """The faults module's functions, by name (the injectors' ``plant``)."""
+    members: tuple[Ecosystem, ...] = ()
+    """A stack's ecosystems (:mod:`environments.ecosystems.stack`); empty for one alone."""
+
+    def crosses(self, tools: Iterable[str]) -> bool:
+        """``tools`` use two or more of a stack's members (a tool of the stack's own, which
+        works across them, counts as crossing by itself); False outside a stack."""
+        owners = {m.name: m for m in self.members}
+        used = {self._owner(t, owners) for t in tools}
+        return self.name in used or len(used - {None}) >= 2
+
+    def _owner(self, tool: str, owners: dict[str, Ecosystem]) -> str | None:
+        for name, member in owners.items():
+            if any(t.name == tool for t in member.spec.tools):
+                return name
+        return self.name if owners and any(t.name == tool for t in self.spec.tools) else None
+
+    @property
+    def parts(self) -> tuple[Ecosystem, ...]:
+        """The ecosystems this one is made of: a stack's members, else itself."""
+        return self.members or (self,)
+
+    def support_files(self) -> dict[str, bytes]:
+        """The image's support files by their place under ``/opt/taskfactory/``
+        (``<ecosystem>/<file>``: a stack keeps each member's where it would be alone)."""
+        return {f"{eco.name}/{name}": (eco.folder / name).read_bytes()
+                for eco in self.parts for name in eco.spec.image.support}
 
     def provide(self, path: str, seed: int) -> bytes | None:
         """Content for a workspace file a tool expected but the seed did not lay out, from
@@ -221,6 +248,8 @@ def load_ecosystem(name_or_path: str) -> Ecosystem:
     is neither, not the current folder).  A built-in is loaded once per process and
     placement (the project's files do not change under it); a user's folder each time."""
     candidate = Path(name_or_path)
+    if is_stack_ref(name_or_path) and not _is_dir(candidate):
+        return _load_stack(name_or_path)
     if name_or_path.strip() and _is_dir(candidate):
         return _load(candidate.resolve())
     if name_or_path in builtin_names():
@@ -234,6 +263,62 @@ def _is_dir(path: Path) -> bool:
         return path.is_dir()
     except OSError:  # a name too long, a folder this user may not enter: not an ecosystem
         return False
+
+
+STACKS_DIR = BUILTIN_DIR.parent / "stacks"
+"""The built-in stack files: the tools and scenarios of a stack of built-ins."""
+
+
+def _load_stack(ref: str) -> Ecosystem:
+    """A stack by its members (``files+sql``, with the built-in stack file of exactly those
+    members when there is one) or by a stack file's path."""
+    try:
+        if ref.endswith((".yaml", ".yml")) and Path(ref).is_file():
+            extras = _stack_file(Path(ref))
+            where = Path(ref).resolve().parent
+            return stack.compose([load_ecosystem(m if m in builtin_names() else str(where / m))
+                                  for m in extras.members], extras)
+        parts = stack.member_refs(ref)
+        if all(p in builtin_names() for p in parts):
+            names = tuple(sorted(parts))
+            return _builtin_stack(names, tuple(placement(BUILTIN_DIR / n, BUILTIN_DIR)
+                                               for n in names))
+        return stack.compose([load_ecosystem(p) for p in parts])
+    except stack.StackError as exc:
+        raise EcosystemError(str(exc)) from None
+
+
+def _stack_file(path: Path) -> StackSpec:
+    try:
+        raw = load_yaml(path.read_text(encoding="utf-8"))
+        return StackSpec.model_validate(raw)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise EcosystemError(f"{path}: cannot read the stack file: {exc}") from None
+    except ValidationError as exc:
+        raise EcosystemError(_format_error(path, exc, raw)) from exc
+
+
+def is_stack_ref(ref: str) -> bool:
+    """``ref`` names a stack: ecosystems joined by ``+``, or a stack file."""
+    return stack.is_stack(ref) or ref.endswith((".yaml", ".yml"))
+
+
+def default_refs() -> list[str]:
+    """What a run makes by default: every built-in ecosystem, then every built-in stack."""
+    return builtin_names() + [stack.JOIN.join(names) for names in builtin_stacks()]
+
+
+def builtin_stacks() -> dict[tuple[str, ...], Path]:
+    """Sorted member names -> the built-in stack file of those members."""
+    return {tuple(sorted(_stack_file(f).members)): f for f in sorted(STACKS_DIR.glob("*.yaml"))}
+
+
+@cache
+def _builtin_stack(names: tuple[str, ...], where: tuple[str, ...]) -> Ecosystem:
+    """``where``: the placements its members were loaded for (the cache key, with them)."""
+    found = builtin_stacks().get(names)
+    return stack.compose([load_ecosystem(n) for n in names],
+                         _stack_file(found) if found else None)
 
 
 @cache
@@ -261,6 +346,9 @@ def _load(folder: Path) -> Ecosystem:
         spec = EcosystemSpec.model_validate(raw)
     except ValidationError as exc:
         raise EcosystemError(_format_error(spec_file, exc, raw)) from exc
+    if stack.is_stack(spec.name):
+        raise EcosystemError(f"{spec_file}: field 'name': {spec.name!r} has a '+', which joins "
+                             "the ecosystems of a stack; name it without one")
     modules = _modules(folder, spec, spec_file)
     for name in spec.image.support:
         _check_file(folder, name, spec_file, "image.support")

@@ -32,7 +32,7 @@ EXAMPLE_QUERY = ("select ecosystem, avg((status = 'accepted')::int) as yield, "
                  "from attempts group by ecosystem")
 
 RUN_OUTPUT_OPTIONS = ["tasks", "seed", "backend", "ecosystem", "depth_weights", "max_depth",
-                      "kinds", "off_scenario", "no_repair"]
+                      "kinds", "off_scenario", "stack_share", "no_repair"]
 """Run options that --resume takes from the recorded run instead, besides every flag of the
 candidate's settings."""
 
@@ -88,11 +88,12 @@ def _ecosystem(ref: str):
 
 
 def _ecosystem_refs(args: argparse.Namespace) -> list[str]:
-    """The ``--ecosystem`` values (repeatable, comma-separated), or every built-in."""
-    from environments.ecosystems import builtin_names
+    """The ``--ecosystem`` values (repeatable, comma-separated), or every built-in ecosystem
+    and stack."""
+    from environments.ecosystems import builtin_names, default_refs
 
     if not args.ecosystem:
-        return builtin_names()
+        return default_refs()
     refs = [r.strip() for value in args.ecosystem for r in value.split(",") if r.strip()]
     if not refs:
         raise UsageError(f"--ecosystem {args.ecosystem[0]!r} names no ecosystem; give a "
@@ -122,7 +123,7 @@ def _settings(args: argparse.Namespace):
         {}, tasks=args.tasks, seed=args.seed, data=args.data, backend=args.backend,
         ecosystems=_ecosystem_refs(args), workers=args.workers,
         depth_weights=_depth_weights(args), **_mix(args), off_scenario=args.off_scenario,
-        shard_rows=args.shard_rows,
+        stack_share=args.stack_share, shard_rows=args.shard_rows,
         **{**_candidate_flags(args), **({"max_repairs": 0} if args.no_repair else {})})
     ecos = [_ecosystem(ref) for ref in settings.ecosystems]
     names = [eco.name for eco in ecos]
@@ -389,9 +390,13 @@ def run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", type=path, default=Path("data"), help="dataset folder")
     p.add_argument("--backend", choices=["auto", "docker", "local"],
                    help="default auto: docker when a daemon answers, else local")
-    p.add_argument("--ecosystem", action="append", metavar="NAME|DIR",
-                   help="built-in name or folder; repeat or comma-separate for several "
-                        "(default: every built-in)")
+    p.add_argument("--ecosystem", action="append", metavar="NAME|DIR|STACK",
+                   help="built-in name, folder, or a stack (names joined by +, like "
+                        "files+git+sql, or a stack file); repeat or comma-separate for "
+                        "several (default: every built-in ecosystem and stack)")
+    p.add_argument("--stack-share", type=number, metavar="0..1",
+                   help="share of candidates for the stacks when the run names stacks and "
+                        "single ecosystems both (default 0.3)")
     p.add_argument("--workers", type=whole, help="candidates executed at once (default 4)")
     p.add_argument("--depth-weights", metavar="D:W,...",
                    help="relative weight per workflow depth 1..8 (default 1:1,2:2,3:3,4:3,"

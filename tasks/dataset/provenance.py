@@ -88,6 +88,8 @@ class Planned:
     depth_weights: Mapping[int, float]
     kinds: Mapping[TaskKind, float] | None = None
     off_scenario: float | None = None
+    stack_share: float | None = None
+    """Only where it splits the run (stacks and single ecosystems both)."""
 
 
 def config_hash(built: Built, plan: Planned, candidate: BaseModel,
@@ -103,6 +105,7 @@ def config_hash(built: Built, plan: Planned, candidate: BaseModel,
         **candidate.model_dump(mode="json"),
         "kinds": {k: float(w) for k, w in sorted((plan.kinds or {}).items())},
         "off_scenario": plan.off_scenario,
+        **({"stack_share": plan.stack_share} if plan.stack_share is not None else {}),
         "templates": template_hash(), "llm": list(llm),
         "dedup": dedup})
 

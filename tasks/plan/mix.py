@@ -112,9 +112,11 @@ def unavailable(eco: Ecosystem, kinds: dict[TaskKind, float], where_possible: li
 
 
 def downgraded(eco: Ecosystem, kinds: dict[TaskKind, float]) -> list[str]:
-    """The kinds asked where possible that ``eco`` plans as build tasks, one note each."""
+    """The kinds asked where possible that ``eco`` plans as build tasks, one note each (none
+    for a stack whose scenarios list no fault: its tasks are the jobs across its members,
+    and its members' fix tasks are made where they stand alone)."""
     notes = []
-    if kinds.get("fix") and eco.spec.faults is None:
+    if kinds.get("fix") and eco.spec.faults is None and not eco.members:  # a stack's jobs
         notes.append(f"ecosystem {eco.name} has no fault injectors: its share of fix tasks "
                      f"is planned as build tasks (add `faults:`, {REFERENCE}#8-faults)")
     if kinds.get("reconstruct") and eco.spec.service is not None:

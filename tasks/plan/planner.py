@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from environments.ecosystems import Ecosystem
@@ -147,32 +147,39 @@ def plan_graph(eco: Ecosystem, seed: int, depth_weights: dict[int, float] | None
         fix_chain(b, spec.repair, drawn_depth(seed, fix_steps=len(spec.repair)), spec.report)
         return WorkflowGraph(ecosystem=eco.name, shape="chain", steps=b.steps, fault=fault,
                              scenario=scenario)
-    for attempt in range(FIT_TRIES if story else 1):
+    for attempt in range(FIT_TRIES if story or eco.members else 1):
         salt = "" if attempt == 0 else f":{attempt}"
         if shape in SHAPES:
             b = builder(shape + salt)
-            if SHAPES[shape](b, depth) and _fits(story, b):
+            if SHAPES[shape](b, depth) and _fits(eco, story, b):
                 return WorkflowGraph(ecosystem=eco.name, shape=shape, steps=b.steps,
                                      scenario=scenario)
         b = builder("chain" + salt)
         chain(b, depth)
-        if b.steps and _fits(story, b):
+        if b.steps and _fits(eco, story, b):
             return WorkflowGraph(ecosystem=eco.name, shape="chain", steps=b.steps,
                                  scenario=scenario)
     raise PlanningError(f"scenario {scenario!r} makes no graph from seed {seed}" if scenario
-                        else f"no tool of {eco.name!r} can start from the seeded state")
+                        else f"no graph of {eco.name!r} crosses its members from seed {seed}"
+                        if eco.members else f"no tool of {eco.name!r} can start from the "
+                        "seeded state")
 
 
-def _fits(story: Scenario | None, b: GraphBuilder) -> bool:
-    """The graph does the work one of the scenario's motivations promises (any graph
-    outside a scenario)."""
-    return story is None or bool(story.fitting({s.tool for s in b.steps}))
+def _fits(eco: Ecosystem, story: Scenario | None, b: GraphBuilder) -> bool:
+    """The graph does the work one of the scenario's motivations promises; in a stack, it
+    crosses the stack's members (outside a scenario, or in one whose recipe crosses them:
+    a graph of one member's tools is that member's task, made where it stands alone)."""
+    tools = {s.tool for s in b.steps}
+    if story is None:
+        return not eco.members or eco.crosses(tools)
+    return bool(story.fitting(tools)) and (eco.crosses(tools) or not eco.crosses(story.tools))
 
 
 def iter_candidates(eco: Ecosystem, n: int, run_seed: int,
                     depth_weights: dict[int, float] | None = None,
                     kinds: dict[TaskKind, float] | None = None,
-                    off_scenario: float = OFF_SCENARIO_SHARE, indices: range | None = None
+                    off_scenario: float = OFF_SCENARIO_SHARE,
+                    indices: Sequence[int] | None = None
                     ) -> Iterator[tuple[Candidate, int]]:
     """``n`` candidates with distinct fingerprints, one at a time, each with the number of
     duplicate fingerprints re-planned before it (bounded by :data:`MAX_REPLANS`); their
@@ -244,6 +251,7 @@ def _distinct(eco: Ecosystem, run_seed: int, index: int, seen: set[str], draw: _
     outside any; the last one planned when every one repeats a fingerprint of ``seen``."""
     dupes = 0
     scenarios = draw.scenarios
+    graph: WorkflowGraph | None = None
     for attempt in range(MAX_REPLANS):
         seed = candidate_seed(run_seed, index * 1000 + attempt)
         inside = scenarios and attempt < MAX_REPLANS - OUTSIDE_REPLANS
@@ -253,9 +261,11 @@ def _distinct(eco: Ecosystem, run_seed: int, index: int, seen: set[str], draw: _
             graph = plan_graph(eco, seed, draw.depth_weights, draw.usage, draw.fault, scenario,
                                starts)
         except PlanningError:
-            if scenario is None:
+            if scenario is None and not eco.members:
                 raise
-            continue  # the scenario makes none of its stories here: another seed, or scenario
+            if scenario is None:  # no graph across the stack outside its scenarios: inside
+                scenarios = scenarios or [sc.name for sc in eco.spec.scenarios]
+            continue  # no story of the scenario here: another seed, or scenario
         if draw.reconstruct:
             graph = graph.model_copy(update={"reconstruct": True})
             if not layout_shared(eco, graph, seed, CASES_PUBLIC + CASES_HIDDEN - 1):
@@ -263,6 +273,9 @@ def _distinct(eco: Ecosystem, run_seed: int, index: int, seen: set[str], draw: _
         if graph.fingerprint() not in seen:
             break
         dupes += 1
+    if graph is None:
+        raise PlanningError(f"no graph of {eco.name!r} crosses its members from the seeds of "
+                            f"candidate {index}")
     return graph, seed, dupes
 
 

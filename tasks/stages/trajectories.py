@@ -78,6 +78,7 @@ def task_row(ctx: CandidateContext, task_id: str, digest: str) -> TaskRow:
         hidden_cases=sum(not c.public for c in cases) if cases is not None else None,
         cases_json=json.dumps([c.ref() for c in cases]) if cases is not None else None,
         fault=graph.fault, scenario=graph.scenario, image=ctx.image,
+        crosses=eco.crosses(s.tool for s in graph.steps) if eco.members else None,
         backend=ctx.backend, gate=ctx.gate, needs_observation=ctx.gate.needs_observation,
         generator_version=ctx.generator_version,
         created_at=datetime.now(UTC))

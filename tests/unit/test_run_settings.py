@@ -6,10 +6,12 @@ from pydantic import ValidationError
 from flows.settings import RunSettings
 
 
-def test_default_is_every_builtin_and_shares_add_up():
+def test_default_is_every_builtin_and_stack_and_shares_add_up():
     s = RunSettings(tasks=10)
-    assert s.ecosystems == ["files", "git", "service", "sql"]
-    assert [s.share(i) for i in range(4)] == [3, 3, 2, 2]
+    assert s.ecosystems == ["files", "git", "service", "sql", "files+git+sql"]
+    assert [len(s.indices(i)) for i in range(5)] == [2, 1, 2, 2, 3]
+    even = RunSettings(tasks=10, ecosystems=["files", "git", "service", "sql"])
+    assert [len(even.indices(i)) for i in range(4)] == [3, 3, 2, 2]
 
 
 def test_an_ecosystem_named_twice_is_refused():
@@ -20,7 +22,8 @@ def test_an_ecosystem_named_twice_is_refused():
 def test_docker_only_ecosystems_are_left_out_on_local_with_a_warning():
     warnings: list[str] = []
     local = RunSettings(tasks=9).runnable_on("local", warnings.append)
-    assert local.ecosystems == ["files", "git", "sql"] and local.backend == "local"
+    assert local.ecosystems == ["files", "git", "sql", "files+git+sql"]
+    assert local.backend == "local"
     assert warnings == ["ecosystem service needs the docker backend; left out on local"]
     with pytest.raises(ValueError, match="none of the ecosystems"):
         RunSettings(ecosystems=["service"]).runnable_on("local", warnings.append)

@@ -418,3 +418,7 @@ def seeded_tag(state: dict, rng: random.Random, **_: str) -> str:
     if not names:
         raise LookupError("no seeded tag")
     return rng.choice(names)
+
+
+def add_message(state: dict, rng: random.Random, path: str = "", **_: str) -> str:
+    return f"Add {path}"

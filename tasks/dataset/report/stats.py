@@ -146,6 +146,22 @@ def scenarios(con: duckdb.DuckDBPyConnection) -> str:
         "`(none)`: planned outside any scenario, or before scenarios existed.")
 
 
+def stacks(con: duckdb.DuckDBPyConnection) -> str:
+    return _section(con, "Stacks: tasks across ecosystems", """
+        select ecosystem, count(*) as tasks, count(*) filter (crosses) as crossing,
+               round(100 * avg(crosses::int), 1) as "crossing %",
+               median(n_steps) as "median steps"
+        from tasks where crosses is not null group by all
+        union all
+        select '(every task)', count(*), count(*) filter (crosses),
+               round(100 * avg(coalesce(crosses, false)::int), 1), median(n_steps)
+        from tasks having count(crosses) > 0
+        order by 1""",
+        "A stack puts ecosystems in one workspace (docs/stacks.md); a crossing task uses "
+        "tools of two or more of them.  `(every task)`: the share of all accepted tasks, "
+        "single ecosystems' included.")
+
+
 def yield_by_stage(con: duckdb.DuckDBPyConnection) -> str:
     return _section(con, "Where candidates stop, per ecosystem and stage", f"""
         pivot (select ecosystem, stage from {SETTLED_ATTEMPTS} where status <> 'errored')
@@ -319,6 +335,7 @@ SECTIONS: list[Section] = [
     reconstruct,
     faults,
     scenarios,
+    stacks,
     yield_by_stage,
     rejection_reasons,
     errored,

@@ -131,9 +131,9 @@ def environment_files(task: TaskRow, eco: Ecosystem, additions: EnvAdditions,
     else:
         blobs, unpack = unpacking(cases)
         out = {f"workspace/{p}": (data, FILE_MODE) for p, data in sorted(blobs.items())}
-    for name in spec.image.support:
-        out[f"support/{name}"] = ((eco.folder / name).read_bytes(), FILE_MODE)
-    text = dockerfile(base_image(task), eco.name, packages, spec.image.support).rstrip("\n")
+    support = eco.support_files()
+    out.update({f"support/{name}": (data, FILE_MODE) for name, data in support.items()})
+    text = dockerfile(base_image(task), packages, bool(support)).rstrip("\n")
     lines = [
         f"# taskfactory task {task.task_id}: ecosystem {eco.name} {task.ecosystem_version}, "
         f"seed {task.seed}.",
