@@ -298,6 +298,13 @@ def _stack_file(path: Path) -> StackSpec:
         raise EcosystemError(_format_error(path, exc, raw)) from exc
 
 
+def builtin_named(name: str) -> Ecosystem | None:
+    """The built-in ecosystem or stack of built-ins that a dataset calls ``name``; None for
+    any other name (a user's folder is not loaded by name)."""
+    parts = name.split(stack.JOIN)
+    return load_ecosystem(name) if all(p in builtin_names() for p in parts) else None
+
+
 def is_stack_ref(ref: str) -> bool:
     """``ref`` names a stack: ecosystems joined by ``+``, or a stack file."""
     return stack.is_stack(ref) or ref.endswith((".yaml", ".yml"))

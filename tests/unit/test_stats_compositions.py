@@ -80,6 +80,13 @@ def test_mixed_sources_are_followed_back_through_the_steps_that_wrote_them():
                       _step("concat_files", {"first": "out/a.txt", "second": "out/b.txt",
                                              "out": "out/c.txt"}, "out/c.txt", digest="d3")]}
     assert findings(same, SEEDED) == set()
+    # a new entry's name is no input: a count of a CSV committed as a .txt file joins nothing
+    record = {"steps": [_step("record_line_count", {
+        "source": "data/customers.csv", "path": "reports/lines.txt", "branch": "report/a",
+        "message": "Add reports/lines.txt"}, "report/a", digest="d1")]}
+    assert findings(record, SEEDED) == {"mixed sources joined"}  # without the spec: flagged
+    new = frozenset({("record_line_count", "path"), ("record_line_count", "branch")})
+    assert findings(record, SEEDED, new=new) == set()
 
 
 def test_the_section_reads_shards_without_digests_as_not_measured():

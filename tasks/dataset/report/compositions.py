@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 import duckdb
 
-from environments.ecosystems import Ecosystem, builtin_names, load_ecosystem
+from environments.ecosystems import Ecosystem, builtin_named
 from tasks.dataset.query import stream_rows
 
 DETECTORS = ("repeated tool", "identical outputs", "output equals input",
@@ -86,10 +86,12 @@ def _unrelated_to_fix(graph: dict, repairs: int, report: frozenset[str] | None) 
 
 def findings(trace: dict, checks: list[dict], graph: dict | None = None,
              repairs: int = 0, aliases: frozenset[str] = frozenset(),
-             report: frozenset[str] | None = None) -> set[str]:
+             report: frozenset[str] | None = None,
+             new: frozenset[tuple[str, str]] = frozenset()) -> set[str]:
     """The detectors that flag one task (its trace and checks, as stored; a fix task's
     graph, the number of its repair steps and the reads its fault names as reports; the
-    tools whose output is an alias)."""
+    tools whose output is an alias; the (tool, parameter) pairs that name a new entry,
+    which are no input of their step)."""
     steps = trace.get("steps", [])
     found: set[str] = set()
     if graph is not None and graph.get("fault") and _unrelated_to_fix(graph, repairs, report):
@@ -108,7 +110,7 @@ def findings(trace: dict, checks: list[dict], graph: dict | None = None,
     made_from: dict[str, list[str]] = defaultdict(list)  # output -> inputs of its writers
     for st in steps:
         out = st.get("output")
-        inputs = [v for k, v in st["args"].items() if v != out]
+        inputs = [v for k, v in st["args"].items() if v != out and (st["tool"], k) not in new]
         paths = [v for v in inputs if _is_path(v)]
         kinds = [source.get(p, {_kind(p)}) for p in paths]
         if len(paths) >= 2 and len(set().union(*kinds)) > 1:
@@ -146,7 +148,8 @@ def composition_tallies(con: duckdb.DuckDBPyConnection) -> dict[str, Tally]:
             json.loads(graph_json)
         has_digests = any(st.get("digest") for st in trace.get("steps", []))
         repairs, report = _fix(ecosystems, eco, graph.get("fault"))
-        flags = findings(trace, checks, graph, repairs, _aliases(ecosystems, eco), report)
+        flags = findings(trace, checks, graph, repairs, _aliases(ecosystems, eco), report,
+                         _new(ecosystems, eco))
         for key in (eco, "all"):
             t = tallies[key]
             t.tasks += 1
@@ -159,7 +162,7 @@ def composition_tallies(con: duckdb.DuckDBPyConnection) -> dict[str, Tally]:
 def _builtin(ecosystems: dict[str, Ecosystem | None], name: str) -> Ecosystem | None:
     """Built-in ecosystem ``name``, loaded once (None for a user's)."""
     if name not in ecosystems:
-        ecosystems[name] = load_ecosystem(name) if name in builtin_names() else None
+        ecosystems[name] = builtin_named(name)
     return ecosystems[name]
 
 
@@ -167,6 +170,13 @@ def _aliases(ecosystems: dict[str, Ecosystem | None], name: str) -> frozenset[st
     """The tools of built-in ecosystem ``name`` whose output is an alias."""
     eco = _builtin(ecosystems, name)
     return frozenset(t.name for t in eco.spec.tools if t.returns.alias) if eco else frozenset()
+
+
+def _new(ecosystems: dict[str, Ecosystem | None], name: str) -> frozenset[tuple[str, str]]:
+    """The (tool, parameter) pairs of built-in ecosystem ``name`` that name a new entry."""
+    eco = _builtin(ecosystems, name)
+    return frozenset((t.name, p.name) for t in eco.spec.tools for p in t.params
+                     if t.names_new_entry(p.name)) if eco else frozenset()
 
 
 def _fix(ecosystems: dict[str, Ecosystem | None], name: str, fault: str | None

@@ -18,7 +18,7 @@ from collections import defaultdict
 
 import duckdb
 
-from environments.ecosystems import Ecosystem, builtin_names, load_ecosystem
+from environments.ecosystems import Ecosystem, builtin_named
 from tasks.dataset.query import stream_rows
 from tasks.rules.markdown import code_spans
 
@@ -69,7 +69,7 @@ def verbatim_rows(con: duckdb.DuckDBPyConnection) -> list[list[object]]:
             con, "select ecosystem, coalesce(kind, 'build'), trace_json, instruction "
                  "from tasks"):
         if name not in ecosystems:
-            ecosystems[name] = load_ecosystem(name) if name in builtin_names() else None
+            ecosystems[name] = builtin_named(name)
         found = verbatim(ecosystems[name], json.loads(trace_json), text)
         for key in ((name, kind), ("all", "")):
             c = counts[key]
