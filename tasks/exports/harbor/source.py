@@ -79,7 +79,9 @@ class ExportTask:
 
     @property
     def harbor_name(self) -> str:
-        return f"taskfactory/{self.folder_name}"
+        """``taskfactory/<folder name>``, a stack's ``+`` written ``.`` (Harbor's task names
+        are letters, digits, ``.``, ``_`` and ``-``; an ecosystem's name has no ``.``)."""
+        return f"taskfactory/{self.folder_name.replace('+', '.')}"
 
 
 def load_rows(data: Path, where: str | None = None) -> list[TaskRow]:
@@ -98,7 +100,7 @@ def load_ecosystems(rows: Iterable[TaskRow], folders: list[Path], data: Path
     """Ecosystem by (name, ecosystem version) of each row: a ``--ecosystem-dir`` folder of
     that name first (an edited one is refused later, by its version), else the dataset's
     snapshot of the folder the row was made with, else the built-in."""
-    from environments.ecosystems import EcosystemError, builtin_names, load_ecosystem
+    from environments.ecosystems import EcosystemError, builtin_named, load_ecosystem
 
     given: dict[str, Ecosystem] = {}
     for folder in folders:
@@ -110,12 +112,12 @@ def load_ecosystems(rows: Iterable[TaskRow], folders: list[Path], data: Path
     found: dict[tuple[str, str], Ecosystem] = {}
     for key in sorted({(r.ecosystem, r.ecosystem_version) for r in rows}):
         name = key[0]
-        known = given.get(name) or _snapshot(data, *key)
-        if known is None and name not in builtin_names():
+        known = given.get(name) or _snapshot(data, *key) or builtin_named(name)
+        if known is None:
             raise HarborError(f"tasks use ecosystem {name!r} version {key[1]}, which is not "
-                              f"built in and has no snapshot in {data}; pass its folder with "
-                              "--ecosystem-dir")
-        found[key] = known or load_ecosystem(name)
+                              f"built in and has no snapshot in {data}; pass its folder (a "
+                              "stack's file) with --ecosystem-dir")
+        found[key] = known
     return found
 
 
