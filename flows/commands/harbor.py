@@ -65,7 +65,8 @@ def add_check_parser(sub: argparse._SubParsersAction) -> None:
 def _task_source_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", type=path, default=Path("data"), help="dataset folder")
     p.add_argument("--ecosystem-dir", type=path, action="append", default=[], metavar="DIR",
-                   help="folder of a user ecosystem the tasks were made with (repeatable)")
+                   help="folder of a user ecosystem the tasks were made with, or the file of "
+                        "a stack with one (repeatable)")
     add_trust_option(p)
 
 

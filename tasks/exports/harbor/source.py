@@ -115,8 +115,9 @@ def load_ecosystems(rows: Iterable[TaskRow], folders: list[Path], data: Path
         known = given.get(name) or _snapshot(data, *key) or builtin_named(name)
         if known is None:
             raise HarborError(f"tasks use ecosystem {name!r} version {key[1]}, which is not "
-                              f"built in and has no snapshot in {data}; pass its folder (a "
-                              "stack's file) with --ecosystem-dir")
+                              f"built in and has no snapshot in {data}; pass its "
+                              f"{'stack file' if '+' in name else 'folder'} with "
+                              "--ecosystem-dir")
         found[key] = known
     return found
 
