@@ -31,6 +31,14 @@ def test_members_are_joined_in_name_order_into_one_ecosystem():
     assert eco.crosses(["export_top_csv", "csv_filter"])
 
 
+def test_a_members_fault_is_planted_in_the_stack_as_it_is_alone():
+    eco, files = load_ecosystem("files+sql"), load_ecosystem("files")
+    assert {i.name for i in eco.spec.faults.injectors} >= {"duplicated_rows", "negative_price"}
+    alone, stacked = files.seed_state(3, "duplicated_rows"), eco.seed_state(3, "duplicated_rows")
+    assert alone != files.seed_state(3)
+    assert {p: stacked[p] for p in alone} == alone and set(stacked) - set(alone)
+
+
 def test_a_service_keeps_its_support_files_where_it_runs_them():
     eco = load_ecosystem("service+sql")
     assert eco.spec.service is not None
@@ -118,3 +126,14 @@ def test_the_default_mix_gives_the_stacks_their_share():
     alone = RunSettings(tasks=10, ecosystems=["files", "git"], stack_share=0.9)
     assert alone.owners() == [0, 1] * 5  # no stack named: even, as before
     assert RunSettings(tasks=10, stack_share=0).owners().count(4) == 0
+
+
+@pytest.mark.parametrize("ref", default_refs())
+def test_no_sampled_text_is_drawn_from_an_argument_the_solver_may_look_up(ref):
+    """A typed argument may be a value the task has the solver find (the log with the most
+    errors); a commit message drawn from it ("Add logs/clearly.log") gives the finding away."""
+    eco = load_ecosystem(ref)
+    leaks = [(t.name, p.name, w) for t in eco.spec.tools for p in t.params
+             if p.sample and p.type.startswith("text.")
+             for w in p.sample.with_ if t.param(w).typed]
+    assert leaks == []

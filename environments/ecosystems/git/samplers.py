@@ -422,3 +422,14 @@ def seeded_tag(state: dict, rng: random.Random, **_: str) -> str:
 
 def add_message(state: dict, rng: random.Random, path: str = "", **_: str) -> str:
     return f"Add {path}"
+
+
+EVIDENCE_MESSAGES = ("Keep the failing log for the incident review",
+                     "Add evidence for the review", "Check in the file the review asked for",
+                     "Add the log the incident notes cite")
+"""What a person writes when checking a file in as evidence: never its path, which the task
+may have the solver find (a message naming it would give the finding away)."""
+
+
+def evidence_message(state: dict, rng: random.Random, **_: str) -> str:
+    return rng.choice(EVIDENCE_MESSAGES)

@@ -293,6 +293,13 @@ def readability(con: duckdb.DuckDBPyConnection) -> str:
             + md_table(counted.COLUMNS, counted.readability_rows(con)))
 
 
+def work(con: duckdb.DuckDBPyConnection) -> str:
+    from tasks.dataset.report import work as counted
+
+    return (f"## Work per task, per ecosystem and kind\n\n{counted.NOTE}\n\n"
+            + md_table(counted.COLUMNS, counted.work_rows(con)))
+
+
 def verbatim(con: duckdb.DuckDBPyConnection) -> str:
     from tasks.dataset.report import verbatim as counted
 
@@ -336,6 +343,7 @@ SECTIONS: list[Section] = [
     faults,
     scenarios,
     stacks,
+    work,
     yield_by_stage,
     rejection_reasons,
     errored,

@@ -1,0 +1,66 @@
+"""How much work a task asks, per ecosystem (a stack is one) and kind: the medians of its
+steps, of the values it must look up, of its trajectories' turns, of its seeded state,
+and the share that needs observation.
+
+A *looked-up value* is a value a read step prints that a later step takes (the customer
+with the most orders, the branch with the oldest tip): the solver must find it before it
+can act.  Reads are known from the ecosystem's spec, so only built-in ecosystems and stacks
+of them are counted (``-`` for a user's).  The seeded state is the number of entries the
+verifier checks stay as they are (``unchanged`` checks).  Imports neither Prefect nor
+Docker.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from statistics import median
+
+import duckdb
+
+from environments.ecosystems import Ecosystem, builtin_named
+from tasks.dataset.report.compositions import stream_rows
+
+COLUMNS = ["ecosystem", "kind", "tasks", "median steps", "median looked-up values",
+           "median turns", "median seeded entries", "need observation %"]
+NOTE = ("A looked-up value is one a read step prints and a later step takes (the solver "
+        "finds it before it acts; built-in ecosystems only).  Turns: the messages of the "
+        "task's trajectories; seeded entries: those the verifier checks stay as they are.")
+
+
+def looked_up(eco: Ecosystem, graph: dict) -> int:
+    """How many values of ``graph`` a read step prints and a later step takes."""
+    reads = {s["id"] for s in graph.get("steps", [])
+             if eco.spec.tool(s["tool"]).effect == "read"}
+    return len({b["step"] for s in graph.get("steps", []) for b in s.get("bind", {}).values()
+                if b.get("kind") == "step" and b.get("step") in reads})
+
+
+def work_rows(con: duckdb.DuckDBPyConnection) -> list[list[object]]:
+    """Per ecosystem and kind: :data:`COLUMNS`."""
+    turns = dict(con.execute("select task_id, median(n_turns) from trajectories "
+                             "group by task_id").fetchall())
+    ecosystems: dict[str, Ecosystem | None] = {}
+    groups: dict[tuple[str, str], list[tuple]] = defaultdict(list)
+    for task_id, name, kind, n_steps, graph_json, checks_json, observed in stream_rows(
+            con, "select task_id, ecosystem, coalesce(kind, 'build'), n_steps, graph_json, "
+                 "checks_json, needs_observation from tasks"):
+        if name not in ecosystems:
+            ecosystems[name] = builtin_named(name)
+        eco = ecosystems[name]
+        lookups = looked_up(eco, json.loads(graph_json)) if eco else None
+        seeded = sum(len(c.get("expected") or {}) for c in json.loads(checks_json)
+                     if c.get("kind") == "unchanged")
+        groups[(name, kind)].append((n_steps, lookups, turns.get(task_id), seeded, observed))
+    return [[name, kind, len(rows), *(_median([r[i] for r in rows]) for i in range(4)),
+             _share([r[4] for r in rows])] for (name, kind), rows in sorted(groups.items())]
+
+
+def _median(values: list) -> object:
+    known = [v for v in values if v is not None]
+    return round(median(known), 1) if known and len(known) == len(values) else "-"
+
+
+def _share(flags: list) -> str:
+    known = [f for f in flags if f is not None]
+    return f"{100 * sum(known) / len(known):.1f}%" if known else "-"
