@@ -74,7 +74,7 @@ from environments.docker.runner_channel import (
     RunnerGone,
     RunnerSlot,
 )
-from environments.runner import container_argv
+from environments.runner import container_argv, payload, sweep_argv
 from environments.sandbox import (
     DEFAULT_READ_MAX,
     ExecResult,
@@ -105,31 +105,6 @@ _SNAPSHOT_SH = 'set -e; umask 077; mkdir -p "$1"; cp -a "$2/." "$1/"'
 SANDBOX_PIDS = "TF_SANDBOX_PIDS"
 """Environment variable of a privileged command: the pids of the sandbox's own processes
 of the sandbox user (its command runner), comma-separated."""
-_ROOT_CLEANUP_PY = """\
-import os, shutil, signal, subprocess, sys
-logs, uid, others, places = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4:]
-spared = {1, os.getpid(), os.getppid(),
-          *(int(p) for p in os.environ.get("TF_SANDBOX_PIDS", "").split(",") if p)}
-for _ in range(3):  # uid's processes (but its runner), and with others every non-root one's
-    for pid in [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in spared]:
-        try:  # the uids from status: /proc/<pid> is root's when a process is non-dumpable
-            with open(f"/proc/{pid}/status") as f:
-                uids = next(line for line in f if line.startswith("Uid:")).split()[1:]
-            if str(uid) in uids or (others and any(u != "0" for u in uids)):
-                os.kill(pid, signal.SIGKILL)
-        except (OSError, StopIteration):
-            pass
-for place in places:  # what those users and root left where uid's reset cannot remove it
-    for name in os.listdir(place):
-        path = os.path.join(place, name)
-        if os.lstat(path).st_uid != uid:
-            shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) \\
-                else os.unlink(path)
-if logs:
-    subprocess.run(["find", logs, "-mindepth", "1", "-delete"], check=True)
-    os.chown(logs, 0, 0)
-    os.chmod(logs, 0o777)
-"""
 _RESTORE_SH = (
     'set -e; test -d "$1" || { echo "snapshot $1 is gone" >&2; exit 3; }; '
     'chmod -R u+w "$2" 2>/dev/null || true; find "$2" -mindepth 1 -delete; cp -a "$1/." "$2/"'
@@ -331,25 +306,28 @@ class DockerSandbox(Sandbox):
         what is left of the sandbox user's processes (its runner aside), empty the logs
         folder and open it to every user again; with ``others`` (the reset), also KILL
         every other non-root process (a service's) and remove what such users and root
-        left in the places the sandbox user's reset empties.  Works on a closed sandbox
-        too (the reset)."""
+        left in the places the sandbox user's reset empties (``runner.reset.sweep``, in
+        the root runner, else in a runner started for it alone).  Works on a closed
+        sandbox too (the reset)."""
         if not self._root_ran:
             return
-        uid = self._cfg.user.partition(":")[0]
-        places = [p for p, _ in reset_places(self._cfg) or []] if others else []
-        argv = ["python3", "-", self.logs_dir or "", uid, "1" if others else "0", *places]
         own = self._runners.current()
-        env = {SANDBOX_PIDS: str(own.pid) if own is not None else ""}
-        runner, cap, script = self._channel(privileged=True), 4096, _ROOT_CLEANUP_PY.encode()
+        request = {"uid": int(self._cfg.user.partition(":")[0]), "others": others,
+                   "keep": [own.pid] if own is not None else [], "logs": self.logs_dir or "",
+                   "places": [p for p, _ in reset_places(self._cfg) or []] if others else []}
+        runner = self._channel(privileged=True)
         try:
-            res = (runner.exec(argv, 60, "/", env, script, cap) if runner is not None
-                   else exec_once(self._api, self.container_id, ROOT, cap, argv, 60, "/",
-                                  env, script))
+            if runner is not None:
+                runner.sweep(request)
+            else:
+                res = exec_once(self._api, self.container_id, ROOT, 4096, sweep_argv(request),
+                                60, "/", None, payload())
+                if not res.ok:
+                    raise SandboxError(res.stderr[-500:])
         except ENGINE_ERRORS as e:
             raise self._api_error(e, "the root cleanup") from e
-        if not res.ok:
-            raise SandboxError(f"the root cleanup failed in sandbox {self.name}: "
-                               f"{res.stderr[-500:]}")
+        except (RunnerFileError, RunnerGone, SandboxError) as e:
+            raise SandboxError(f"the root cleanup failed in sandbox {self.name}: {e}") from e
         self._root_ran = False
 
     def _copy_tree(self, op: str, src: str, dst: str, script: str) -> None:

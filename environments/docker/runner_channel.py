@@ -172,6 +172,12 @@ class RunnerChannel:
         _raise_file_error(header)
         return [str(d) for d in header["dirty"]]
 
+    def sweep(self, request: dict[str, Any]) -> None:
+        """The root cleanup in this (root) runner's own process: ``request`` holds the
+        arguments of ``runner.reset.sweep``.  RunnerFileError, RunnerGone."""
+        header, _ = self.request({"op": "sweep", **request}, b"", FILE_TIMEOUT_S)
+        _raise_file_error(header)
+
     # ---- channel -------------------------------------------------------------------------
     def request(self, header: dict[str, Any], blob: bytes, wait_s: float
                 ) -> tuple[dict[str, Any], bytes]:  # fmt: skip

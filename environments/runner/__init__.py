@@ -10,6 +10,7 @@ a runner died, are started with ``docker exec``.
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from pathlib import Path
 
@@ -55,6 +56,12 @@ def container_argv(user: str, home: str) -> list[str]:
 def launch_argv(reap_sessions: list[int] | tuple[int, ...] = ()) -> list[str]:
     """The argv that starts a runner; it first KILLs what is left of ``reap_sessions``."""
     return ["python3", "-I", "-S", "-c", BOOTSTRAP, *(str(s) for s in reap_sessions)]
+
+
+def sweep_argv(request: dict[str, object]) -> list[str]:
+    """The argv of a runner that only makes ``request``'s sweep (the arguments of
+    ``reset.sweep``) and exits; it reads ``payload()`` on stdin like any runner."""
+    return ["python3", "-I", "-S", "-c", BOOTSTRAP, "sweep", json.dumps(request)]
 
 
 @cache

@@ -21,13 +21,16 @@ ms instead of ~30).
 
 At stdin EOF the runner KILLs the groups of its running commands and exits. Its
 arguments are session ids of earlier runners of the container: their leftover groups are
-KILLed before the hello, since a runner that died leaves its commands behind.
+KILLed before the hello, since a runner that died leaves its commands behind.  With the
+arguments ``sweep JSON`` it serves nothing: it makes the one ``reset.sweep`` they name
+(the root cleanup where no runner can be started) and exits.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import signal
 import subprocess
@@ -54,7 +57,7 @@ from environments.runner.procs import (
 )
 from environments.runner.protocol import FrameReader, encode_frame
 from environments.runner.pyfork import preload, python_stdin_args, spawn_python
-from environments.runner.reset import reset
+from environments.runner.reset import reset, sweep
 from environments.runner.watch import CHUNK, Watch
 
 TYPE_CHECKING = False  # typing is not imported at run time: the runner starts fast
@@ -125,6 +128,9 @@ class Runner:
                 header = (copy_tree if op == "snapshot" else restore_tree)(req["src"], req["dst"])
             elif op == "reset":
                 header = reset(req["places"])
+            elif op == "sweep":
+                header = sweep(int(req["uid"]), bool(req["others"]), list(req["keep"]),
+                               list(req["places"]), str(req["logs"]))
             else:
                 header = {"error": "failed", "message": f"unknown op {op!r}"}
         except FileOpError as e:
@@ -246,6 +252,9 @@ def _verdict(proc: Process, watch: Watch, exited: bool, termed: bool, killed: bo
 
 
 def main(args: list[str]) -> None:
+    if args[:1] == ["sweep"]:  # one sweep, then exit (``environments.runner.sweep_argv``)
+        sweep(**json.loads(args[1]))
+        return
     threading.stack_size(1 << 19)
     os.chdir("/")
     if os.getsid(0) != os.getpid():  # `docker exec` makes us a session leader already

@@ -106,6 +106,18 @@ def kill_all(keep: tuple[int, ...] = ()) -> int:
     return _sweep(lambda pid, fields, env: True, keep)
 
 
+def kill_users(uid: int, others: bool, keep: tuple[int, ...] = ()) -> int:
+    """As root: KILL every process with ``uid`` among its uids (with ``others``, every
+    process with a uid that is not root's) but this one, its parent, pid 1 and ``keep``;
+    returns how many were killed."""
+    mine = str(uid).encode()
+
+    def owned(uids: list[bytes]) -> bool:
+        return mine in uids or (others and any(u != b"0" for u in uids))
+
+    return _sweep(lambda pid, fields, env: True, keep, owned)
+
+
 def survivors(keep: tuple[int, ...] = ()) -> list[int]:
     """The live (not zombie) processes of this uid but this one, its parent, pid 1 and
     ``keep``."""
@@ -123,11 +135,12 @@ def _uids(pid: str) -> list[bytes]:
     return []
 
 
-def _processes(keep: tuple[int, ...]) -> list[tuple[int, list[bytes], list[bytes]]]:
-    """(pid, stat fields after the name, environment) of each live process of this uid,
-    but this one, its parent, pid 1 and ``keep``.  A process of this uid whose environment
-    cannot be read (it made itself non-dumpable) is listed with an empty one: it is still
-    there to be killed."""
+def _processes(keep: tuple[int, ...], owned: Callable[[list[bytes]], bool] | None = None
+               ) -> list[tuple[int, list[bytes], list[bytes]]]:  # fmt: skip
+    """(pid, stat fields after the name, environment) of each live process whose uids
+    ``owned`` accepts (default: those of this uid), but this one, its parent, pid 1 and
+    ``keep``.  A process whose environment cannot be read (it made itself non-dumpable)
+    is listed with an empty one: it is still there to be killed."""
     me, uid = os.getpid(), str(os.getuid()).encode()
     spared = {me, os.getppid(), 1, *keep}
     found = []
@@ -135,7 +148,8 @@ def _processes(keep: tuple[int, ...]) -> list[tuple[int, list[bytes], list[bytes
         if not name.isdigit() or int(name) in spared:
             continue
         try:
-            if uid not in _uids(name):
+            uids = _uids(name)
+            if not (owned(uids) if owned is not None else uid in uids):
                 continue
             with open(f"/proc/{name}/stat", "rb") as f:
                 fields = f.read().rsplit(b")", 1)[1].split()
@@ -152,12 +166,13 @@ def _processes(keep: tuple[int, ...]) -> list[tuple[int, list[bytes], list[bytes
 
 
 def _sweep(select: Callable[[int, list[bytes], list[bytes]], bool],
-           keep: tuple[int, ...]) -> int:
+           keep: tuple[int, ...], owned: Callable[[list[bytes]], bool] | None = None) -> int:
     """KILL the processes of :func:`_processes` that ``select`` picks, three rounds (one
     being killed may have forked meanwhile); returns how many were killed."""
     killed = 0
     for _ in range(3):
-        found = [pid for pid, fields, env in _processes(keep) if select(pid, fields, env)]
+        found = [pid for pid, fields, env in _processes(keep, owned)
+                 if select(pid, fields, env)]
         if not found:
             break
         for pid in found:

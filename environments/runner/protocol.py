@@ -17,6 +17,10 @@ its shell sends one last frame, ``{"exit": "NNN"}`` (the exit status, three digi
 - ``reset {places: [[path, mode], ...]}`` KILLs the sandbox user's other processes and
   empties ``places`` -> ``{dirty: [what still differs from a fresh container, ...]}``
   (``runner.reset``).
+- ``sweep {uid, others, keep, places, logs}`` (the root runner, after a privileged
+  command) KILLs what is left of ``uid``'s processes (with ``others``, every non-root
+  one's) but the pids in ``keep``, removes what others left in ``places`` and empties and
+  reopens the ``logs`` folder -> ``{}`` or ``{error, message}`` (``runner.reset.sweep``).
 
 ``error`` is one of ``ERRORS``: ``denied`` and ``isdir`` on a write mean the host should
 use the engine's archive calls instead (they run as root and replace directories).

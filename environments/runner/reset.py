@@ -9,6 +9,9 @@ left, an entry left in one of those places, System V IPC objects or message queu
 open socket, or a connection in TIME_WAIT on a server's port (a server binding that
 port again without SO_REUSEADDR would fail).  Anything found is named in
 the answer's ``dirty`` list, and the host removes the container instead of keeping it.
+
+:func:`sweep` is what the root runner does after a privileged command (the host's root
+cleanup), in the runner's own process: no command is started for it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import os
 import time
 
 from environments.runner.files import empty_dir
-from environments.runner.procs import kill_all, survivors
+from environments.runner.procs import kill_all, kill_users, survivors
 
 TYPE_CHECKING = False  # typing is not imported at run time: the runner starts fast
 if TYPE_CHECKING:
@@ -93,3 +96,34 @@ def reset(places: list[list[Any]]) -> dict[str, Any]:
         dirty += empty_dir(path, mode, skip=paths)
     dirty += _ipc_objects() + _open_sockets(listened)
     return {"dirty": dirty}
+
+
+def sweep(uid: int, others: bool, keep: list[int], places: list[str], logs: str
+          ) -> dict[str, Any]:  # fmt: skip
+    """As root, after a privileged command: KILL what is left of ``uid``'s processes (with
+    ``others``, of every user but root) but ``keep``; remove what another user or root
+    left in each of ``places`` (the entries not owned by ``uid``); and with ``logs``,
+    empty that folder and give it to root, open to every user (0777) again.  Raises
+    OSError when an entry cannot be removed."""
+    kill_users(uid, others, tuple(keep))
+    for place in places:
+        for entry in os.scandir(place):
+            if entry.stat(follow_symlinks=False).st_uid != uid:
+                _remove(entry)
+    if logs:
+        for entry in os.scandir(logs):
+            _remove(entry)
+        os.chown(logs, 0, 0)
+        os.chmod(logs, 0o777)
+    return {}
+
+
+def _remove(entry: os.DirEntry[str]) -> None:
+    """Remove a directory's entry: a directory with all it holds, anything else (a
+    symlink to a directory too) unlinked."""
+    import shutil
+
+    if entry.is_dir(follow_symlinks=False):
+        shutil.rmtree(entry.path)
+    else:
+        os.unlink(entry.path)
