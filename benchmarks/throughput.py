@@ -36,14 +36,18 @@ from tasks.gate.gate import TIMING  # noqa: E402
 
 
 class ControlTimes(logging.Handler):
-    """Collects the gate's per-control timing records (``tasks.gate.gate.TIMING``)."""
+    """Collects the gate's timing records (``tasks.gate.gate.TIMING``): per control, and
+    per verb of the host inside the controls."""
 
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
         self.ms: dict[str, list[float]] = defaultdict(list)
+        self.verbs: dict[str, list[float]] = defaultdict(list)
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.ms[record.control].append(record.ms)  # type: ignore[attr-defined]
+        verb = getattr(record, "verb", None)
+        times = self.verbs[verb] if verb else self.ms[record.control]  # type: ignore[attr-defined]
+        times.append(record.ms)  # type: ignore[attr-defined]
 
 
 class PoolHits(logging.Handler):
@@ -89,7 +93,8 @@ def one_run(tasks: int, seed: int, backend: str, workers: int) -> dict:
     return {"wall_s": wall, "accepted": summary.accepted, "candidates": summary.candidates,
             "per_min": summary.accepted / wall * 60, "write_s": summary.write_s,
             "overhead_s": max(0.0, wall * workers - busy), "sandboxes": rows[0][5],
-            "controls": dict(times.ms), "pool": dict(pool.opened), **phase}
+            "controls": dict(times.ms), "verbs": dict(times.verbs), "pool": dict(pool.opened),
+            **phase}
 
 
 def report_split(run: dict, workers: int) -> None:
@@ -108,14 +113,23 @@ def report_split(run: dict, workers: int) -> None:
         hits = opened.get("reused", 0)
         print(f"sandbox pool: {hits} of {sum(opened.values())} Docker sandboxes opened in a "
               f"kept container ({100 * hits / sum(opened.values()):.0f}% hit rate)")
-    controls = run["controls"]
-    total_ms = sum(sum(v) for v in controls.values())
+    total_ms = sum(sum(v) for v in run["controls"].values())
     print("the gate per control (ms per candidate: summed over the run / candidates; share of "
           "the time inside controls; runs, and median ms per run):")
-    for name, ms in sorted(controls.items(), key=lambda kv: -sum(kv[1])):
-        print(f"  {name:<12} {sum(ms) / run['candidates']:7.1f} ms/candidate  "
-              f"{100 * sum(ms) / max(total_ms, 1e-9):5.1f}%  {len(ms):5d} runs  "
-              f"{statistics.median(ms):6.1f} ms/run")
+    report_times(run["controls"], run["candidates"], total_ms, "runs")
+    print("the gate per verb of the host inside the controls (restore: the start state again, "
+          "with the cleanup after the last verifier; solve: a script as the agent; apply: a "
+          "shortcut; verify: the verifier; the rest of the controls' time is the host's own):")
+    report_times(run["verbs"], run["candidates"], total_ms, "calls")
+
+
+def report_times(times: dict[str, list[float]], candidates: int, total_ms: float,
+                 unit: str) -> None:
+    """One line per name: ms per candidate, share of ``total_ms``, count, median ms."""
+    for name, ms in sorted(times.items(), key=lambda kv: -sum(kv[1])):
+        print(f"  {name:<12} {sum(ms) / candidates:7.1f} ms/candidate  "
+              f"{100 * sum(ms) / max(total_ms, 1e-9):5.1f}%  {len(ms):5d} {unit:<5} "
+              f"{statistics.median(ms):6.1f} ms/{unit[:-1]}")
 
 
 def main() -> None:

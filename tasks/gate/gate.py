@@ -41,7 +41,9 @@ from tasks.verify.verifier import VERIFIER_TIMEOUT_S, run_verifier
 
 TIMING = logging.getLogger("tasks.gate.timing")
 """One DEBUG record per control run (and per determinism replay), its ``control`` name and
-``ms`` as attributes: where the gate's time goes (``benchmarks/throughput.py`` reads them)."""
+``ms`` as attributes, and one per call of a host's verb inside them, its ``verb``
+(``restore``, ``solve``, ``apply``, ``verify``) and ``ms``: where the gate's time goes
+(``benchmarks/throughput.py`` reads them)."""
 SOLUTION_TIMEOUT_S = 120.0
 REPLAY_BEFORE = "reference"
 """The determinism replay runs before this control (after the untouched state scored)."""
@@ -88,11 +90,14 @@ class SandboxHost:
 
     @contextmanager
     def start(self) -> Iterator[Sandbox]:
-        self.env.sandbox.restore(self.env.initial)
+        with _timed("restore", "verb"):
+            self.env.sandbox.restore(self.env.initial)
         yield self.env.sandbox
 
     def solve(self, script: str | None = None) -> Solved:
-        solved = run_solution(self.env.sandbox, self.solution_sh if script is None else script)
+        with _timed("solve", "verb"):
+            solved = run_solution(self.env.sandbox,
+                                  self.solution_sh if script is None else script)
         if script is None and self._solved is None:
             self._solved = (self.env.sandbox.snapshot(), solved)
         return solved
@@ -103,21 +108,25 @@ class SandboxHost:
         if self._solved is None:
             return self.solve()
         snapshot, solved = self._solved
-        self.env.sandbox.restore(snapshot)
+        with _timed("restore", "verb"):
+            self.env.sandbox.restore(snapshot)
         return solved
 
     def apply(self, fake: Shortcut) -> None:
         sb = self.env.sandbox
-        if fake.files:
-            sb.write_files(fake.files)
-        if fake.script:
-            done = sb.exec(["bash", "-c", fake.script], timeout=60)
-            if done.exit_code != 0:
-                raise StageFailure("validate", "environment", "a shortcut control could not be "
-                                   f"applied: {done.stderr.strip()[-200:]}")
+        with _timed("apply", "verb"):
+            if fake.files:
+                sb.write_files(fake.files)
+            if fake.script:
+                done = sb.exec(["bash", "-c", fake.script], timeout=60)
+                if done.exit_code != 0:
+                    raise StageFailure("validate", "environment", "a shortcut control could "
+                                       f"not be applied: {done.stderr.strip()[-200:]}")
 
     def score(self, answers: list[str] | None = None) -> Score:
-        r = run_verifier(self.env.sandbox, self.verifier_py, answers, self.verifier_timeout)
+        with _timed("verify", "verb"):
+            r = run_verifier(self.env.sandbox, self.verifier_py, answers,
+                             self.verifier_timeout)
         return Score(r.reward, r.checks_passed, r.checks_total, r.trials, r.failed)
 
 
@@ -173,13 +182,14 @@ def run_controls(host: SandboxHost, task: ControlTask,
 
 
 @contextmanager
-def _timed(name: str) -> Iterator[None]:
+def _timed(name: str, kind: str = "control") -> Iterator[None]:
+    """A :data:`TIMING` record of the block's time, ``name`` as its ``kind`` attribute."""
     start = time.perf_counter()
     try:
         yield
     finally:
         ms = (time.perf_counter() - start) * 1000
-        TIMING.debug("%s took %.1f ms", name, ms, extra={"control": name, "ms": ms})
+        TIMING.debug("%s took %.1f ms", name, ms, extra={kind: name, "ms": ms})
 
 
 def run_reconstruct_gate(sandbox: Sandbox, eco: Ecosystem, gated: Gated,
