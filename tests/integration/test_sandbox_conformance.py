@@ -686,6 +686,20 @@ def test_docker_logs_folder_is_open_to_every_user_and_reopened_after_a_privilege
 
 
 @pytest.mark.docker
+def test_docker_what_the_sandbox_user_left_running_is_killed_after_a_privileged_command(
+        dsb: Sandbox) -> None:
+    """The restore after a privileged command KILLs the sandbox user's processes left
+    outside any command's group (its runner aside), on either path."""
+    snap = dsb.snapshot()
+    left = "setsid sleep 300 </dev/null >/dev/null 2>&1 & sleep 0.2"
+    assert dsb.exec(["bash", "-c", left]).ok
+    assert "sleep" in _lines(dsb, ["ps", "-u", "1000", "-o", "comm="])
+    assert dsb.exec(["true"], privileged=True).ok
+    dsb.restore(snap)
+    assert "sleep" not in _lines(dsb, ["ps", "-u", "1000", "-o", "comm="])
+
+
+@pytest.mark.docker
 def test_docker_write_outside_workdir(dsb: Sandbox) -> None:
     dsb.write_files({"/tmp/tf-out/sub/f.txt": b"out"})
     assert dsb.read_file("/tmp/tf-out/sub/f.txt") == b"out"
