@@ -118,7 +118,7 @@ def plan_run(settings: RunSettings) -> tuple[PlannedCandidates, int]:
     indices = [settings.indices(p) for p in range(len(settings.ecosystems))]
     streams = [iter_candidates(ecosystem(ref), len(indices[p]), settings.seed,
                                settings.depth_weights, settings.kinds, settings.off_scenario,
-                               indices=indices[p])
+                               indices=indices[p], tier=settings.difficulty)
                for p, ref in enumerate(settings.ecosystems)]
     plan, replanned = PlannedCandidates(), 0
     for c, dupes in heapq.merge(*streams, key=lambda planned: planned[0].index):
@@ -133,7 +133,8 @@ _ahead: dict[str, tuple[PlannedCandidates, int]] = {}
 def _plan_key(settings: RunSettings) -> str:
     """What a plan depends on: the fields :func:`plan_run` reads."""
     return settings.model_dump_json(include={"tasks", "seed", "ecosystems", "depth_weights",
-                                             "kinds", "off_scenario", "stack_share"})
+                                             "kinds", "off_scenario", "stack_share",
+                                             "difficulty"})
 
 
 def plan_ahead(settings: RunSettings) -> None:
@@ -214,7 +215,8 @@ def _run_identity(settings: RunSettings, base: BackendConfig, run_id: str
     chash = config_hash(
         Built({n: ecosystem(r).digest for n, r in refs.items()}, images, base.type),
         Planned(settings.seed, settings.depth_weights, settings.kinds, settings.off_scenario,
-                settings.stack_share if settings.splits_stacks else None),
+                settings.stack_share if settings.splits_stacks else None,
+                settings.difficulty if settings.difficulty != "medium" else None),
         settings.candidate(), llm, index.policy)
     identity = RunIdentity(run_id=run_id, flow_run_id=flow_run.get_id(), config_hash=chash,
                            llm_model=llm[0], llm_params=llm[1])

@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from environments.ecosystems import default_refs, is_stack_ref, load_ecosystem
-from schemas.graph import TaskKind
+from schemas.graph import TaskKind, Tier
 from tasks.plan.mix import (
     DEFAULT_KINDS,
     DEFAULT_WHERE_POSSIBLE,
@@ -22,6 +23,7 @@ from tasks.plan.mix import (
     weights_problem,
 )
 from tasks.plan.planner import DEFAULT_DEPTH_WEIGHTS, DEPTHS
+from tasks.plan.tiers import TIER_RULES
 from tasks.stages.settings import CandidateSettings
 
 
@@ -77,6 +79,11 @@ class RunSettings(CandidateSettings):
         "ecosystems both (each group split evenly)."))
     workers: int = Field(4, ge=1, le=64, description=(
         "Candidates in flight at once, on a thread pool or a Dask cluster alike."))
+    difficulty: Tier = Field("medium", description=(
+        "easy: short workflows; medium: the default mix; hard: deep workflows with three or "
+        "more values to look up, over a seeded state ten times the size, build tasks only, "
+        "each one the open-loop solver fails. Sets the depths (and, for hard, the kinds) "
+        "where none are given."))
     depth_weights: dict[int, float] = Field(
         dict(DEFAULT_DEPTH_WEIGHTS),
         description="Relative weight of each workflow depth (1..8) when planning.")
@@ -116,8 +123,28 @@ class RunSettings(CandidateSettings):
 
     @field_validator("kinds")
     @classmethod
-    def _some_kind(cls, weights: dict[TaskKind, float]) -> dict[TaskKind, float]:
+    def _some_kind(cls, weights: dict[TaskKind, float], info: ValidationInfo
+                   ) -> dict[TaskKind, float]:
+        rules = TIER_RULES[info.data.get("difficulty", "medium")]
+        other = sorted(k for k, w in weights.items() if w and k not in (rules.kinds or weights))
+        if other:
+            raise ValueError(f"--difficulty {info.data['difficulty']} makes "
+                             f"{', '.join(rules.kinds or {})} tasks only, not {other[0]}; "
+                             "leave --kinds out or ask another difficulty")
         return _weighed(weights)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tier_defaults(cls, data: Any) -> Any:
+        """The difficulty's depths and kinds where the settings give none."""
+        if not isinstance(data, dict) or data.get("difficulty") not in TIER_RULES:
+            return data
+        rules, data = TIER_RULES[data["difficulty"]], dict(data)
+        if rules.depth_weights and data.get("depth_weights") is None:
+            data["depth_weights"] = dict(rules.depth_weights)
+        if rules.kinds and data.get("kinds") is None:
+            data["kinds"], data["where_possible"] = dict(rules.kinds), []
+        return data
 
     def owners(self) -> list[int]:
         """The position (in ``ecosystems``) of the ecosystem each candidate index goes to.

@@ -15,6 +15,12 @@ planted fault that the task repairs (then may build on); ``reconstruct``: the ta
 write the program behind the graph, judged on hidden initial states
 (``tasks/reconstruct/cases.py``)."""
 TASK_KINDS: tuple[TaskKind, ...] = ("build", "fix", "reconstruct")
+Tier = Literal["easy", "medium", "hard"]
+"""How hard a run's tasks are made (``--difficulty``): ``medium`` is the default mix;
+``easy`` plans short graphs; ``hard`` plans deep graphs with several looked-up values over
+a seeded state ten times the size, and keeps only tasks the open-loop solver fails
+(:mod:`tasks.plan.tiers`)."""
+TIERS: tuple[Tier, ...] = ("easy", "medium", "hard")
 
 
 class Binding(BaseModel):
@@ -147,3 +153,5 @@ class Candidate(BaseModel):
     ecosystem: str
     seed: int
     graph: WorkflowGraph
+    tier: Tier = "medium"
+    """The run's ``--difficulty``: the seeded state's scale and the gate's rules follow it."""

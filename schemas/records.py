@@ -13,10 +13,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from schemas.graph import TaskKind
+from schemas.graph import TaskKind, Tier
 from schemas.verifier import GateResult
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 """1: tasks, trajectories, attempts.  2: + provenance on every row, + steps and runs.
 3: + ``tasks.needs_observation`` and the gate's open-loop reward, + ``attempts.tools`` and
 ``attempts.graph_json``.  4: + the gate's vandal reward (``tasks.gate.vandal_reward``).
@@ -30,7 +30,7 @@ compared by their parser; + ``rollouts.agent``, ``rollouts.turns`` (per assistan
 the model's reasoning, token usage where the endpoint reported it) and
 ``rollouts.verifier_lines``; a rollout read from an ATIF document has the stop reason
 ``imported``.  12: + ``tasks.crosses`` (a stack's task that uses two or more of its
-members)."""
+members).  13: + ``tasks.tier`` and ``attempts.tier`` (``--difficulty``)."""
 
 Supervision = Literal["masked", "full", "actobs"]
 ActionSpace = Literal["function", "terminal"]
@@ -148,6 +148,8 @@ class TaskRow(TableRow):
     crosses: bool | None = None
     """A stack's task whose tools use two or more of its members (a tool of the stack's own
     counts as crossing by itself); None outside a stack, and before schema 12."""
+    tier: Tier | None = None
+    """The run's ``--difficulty`` (``schemas.graph.Tier``); None before schema 13."""
     image: str
     backend: str
     gate: GateResult
@@ -306,6 +308,8 @@ class AttemptRow(TableRow):
     """The candidate's kind (None in attempts of datasets before schema 6)."""
     scenario: str | None = None
     """The candidate's scenario (None outside any, and before schema 7)."""
+    tier: Tier | None = None
+    """The candidate's ``--difficulty`` (None before schema 13)."""
     tools: list[str] | None = None
     """The tools of the candidate's graph as planned, in step order (NULL in attempts of
     datasets before schema 3); what ran is in ``repairs`` and the task's trace."""

@@ -163,7 +163,7 @@ def attempt_row(candidate: Candidate, graph: WorkflowGraph, where: Where, verdic
     return AttemptRow(
         candidate_id=candidate.candidate_id, run_id=where.run_id, index=candidate.index,
         ecosystem=where.ecosystem, seed=candidate.seed, kind=candidate.graph.kind,
-        scenario=candidate.graph.scenario, shape=graph.shape,
+        scenario=candidate.graph.scenario, tier=candidate.tier, shape=graph.shape,
         depth=graph.depth,
         fingerprint=graph.fingerprint(), status=verdict.status, stage=verdict.stage,
         reason=verdict.reason, detail=verdict.detail[:500], task_id=verdict.task_id,

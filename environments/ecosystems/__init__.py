@@ -46,21 +46,22 @@ class EcosystemError(ValueError):
 SEED_CACHE = 64
 """Seed states kept per process: planning, realizing and the cases stage ask for the same
 seeds again (a seed module takes ~0.1 s per seed; 64 states are a few MB)."""
-_seeds: OrderedDict[tuple[object, str, int], dict[str, bytes]] = OrderedDict()
+_seeds: OrderedDict[tuple[object, str, int, int], dict[str, bytes]] = OrderedDict()
 _seeds_lock = threading.Lock()
 
 
-def _seeded(eco: Ecosystem, seed: int) -> dict[str, bytes]:
-    """``eco.seed_fn(seed)``, from the process's cache of recent seed states (keyed by the
-    seed function and the folder's digest, so a changed folder is generated afresh); a
-    copy, so callers may change it."""
-    key = (eco.seed_fn, eco.digest, seed)
+def _seeded(eco: Ecosystem, seed: int, scale: int = 1) -> dict[str, bytes]:
+    """``eco.seed_fn(seed)`` (with ``scale`` when it is not 1), from the process's cache of
+    recent seed states (keyed by the seed function, the folder's digest, the seed and the
+    scale, so a changed folder is generated afresh); a copy, so callers may change it."""
+    key = (eco.seed_fn, eco.digest, seed, scale)
     with _seeds_lock:
         files = _seeds.get(key)
         if files is not None:
             _seeds.move_to_end(key)
             return dict(files)
-    files = eco.seed_fn(seed)
+    eco.check_scale(scale)
+    files = eco.seed_fn(seed) if scale == 1 else eco.seed_fn(seed, scale=scale)
     with _seeds_lock:
         _seeds[key] = files
         while len(_seeds) > SEED_CACHE:
@@ -94,6 +95,9 @@ class Ecosystem:
     """The faults module's functions, by name (the injectors' ``plant``)."""
     members: tuple[Ecosystem, ...] = ()
     """A stack's ecosystems (:mod:`environments.ecosystems.stack`); empty for one alone."""
+    scales: bool = False
+    """The seed function takes ``scale`` (``generate(seed, scale=1)``): the entries
+    multiplied, for the hard tier's larger states (a stack: every member's does)."""
 
     def crosses(self, tools: Iterable[str]) -> bool:
         """``tools`` use two or more of a stack's members (a tool of the stack's own, which
@@ -124,19 +128,34 @@ class Ecosystem:
         the seed module's optional ``provide(path, seed)``; None when it has none."""
         return self.provide_fn(path, seed) if self.provide_fn is not None else None
 
-    def seed_state(self, seed: int, fault: str | None = None) -> dict[str, bytes]:
-        """The seed files; with ``fault``, after that injector planted its defect (raises
-        LookupError when the seed has no place for it)."""
-        files = _seeded(self, seed)
+    def check_scale(self, scale: int) -> None:
+        """EcosystemError, one line naming the fix, when ``scale`` is not 1 and the seed
+        function takes none."""
+        if scale == 1 or self.scales:
+            return
+        unscaled = next(m for m in self.parts if not m.scales)
+        raise EcosystemError(
+            f"{unscaled.folder / unscaled.spec.seed.module}: {unscaled.spec.seed.function}"
+            f"(seed) takes no 'scale', so ecosystem {unscaled.name!r} cannot seed the larger "
+            "states of --difficulty hard; give it a 'scale: int = 1' parameter "
+            "(docs/ecosystem-reference.md, the seed module) or use another difficulty")
+
+    def seed_state(self, seed: int, fault: str | None = None, scale: int = 1
+                   ) -> dict[str, bytes]:
+        """The seed files at ``scale`` (EcosystemError when the seed function takes none
+        and ``scale`` is not 1); with ``fault``, after that injector planted its defect
+        (raises LookupError when the seed has no place for it)."""
+        files = _seeded(self, seed, scale)
         if fault is None:
             return files
         return self.plants[self.spec.fault(fault).plant](files, seed)
 
-    def state_paths(self, seed: int) -> list[str]:
-        """The seeded file paths, cheaply when the seed module defines ``layout(seed)``."""
-        if self.layout_fn is not None:
+    def state_paths(self, seed: int, scale: int = 1) -> list[str]:
+        """The seeded file paths at ``scale``, cheaply when the seed module defines
+        ``layout(seed)`` and ``scale`` is 1."""
+        if self.layout_fn is not None and scale == 1:
             return self.layout_fn(seed)
-        return sorted(_seeded(self, seed))
+        return sorted(_seeded(self, seed, scale))
 
     def state_type(self, path: str) -> str | None:
         """The semantic type of a seeded file, from the spec's ``state_types`` globs."""
@@ -381,7 +400,8 @@ def _load(folder: Path) -> Ecosystem:
         if f.suffix in (".py", ".yaml", ".yml") and f.is_file() and not f.is_symlink():
             digest.update(f.name.encode() + b"\0" + f.read_bytes())
     seed = functions["seed"]
+    scales = contract.accepts(shapes["seed"][spec.seed.function] or [], 1, ("scale",))
     return Ecosystem(spec, folder, seed[spec.seed.function], functions.get("samplers", {}),
                      probe_source, digest.hexdigest()[:16], seed.get("layout"),
                      seed.get("provide"), cast(contract.ShortcutModule | None, shortcuts),
-                     functions.get("faults", {}))
+                     functions.get("faults", {}), scales=scales)

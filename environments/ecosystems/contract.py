@@ -46,7 +46,10 @@ Shapes = dict[str, dict[str, Shape | None]]
 
 
 class Generate(Protocol):
-    def __call__(self, seed: int, /) -> dict[str, bytes]: ...
+    """``generate(seed)``, or ``generate(seed, scale=1)`` where the module makes the hard
+    tier's larger states (``Ecosystem.scales``)."""
+
+    def __call__(self, seed: int, /, **scale: int) -> dict[str, bytes]: ...
 
 
 class Layout(Protocol):

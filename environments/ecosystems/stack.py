@@ -73,7 +73,7 @@ def compose(members: Sequence[Ecosystem], extras: StackSpec | None = None) -> Ec
         layout_fn=lambda seed: sorted({p for m in ordered for p in m.state_paths(seed)}),
         provide_fn=_provide(ordered), shortcut_hooks=_shortcuts(ordered),
         plants={_plant_name(m, p): f for m in ordered for p, f in m.plants.items()},
-        members=tuple(ordered))
+        members=tuple(ordered), scales=all(m.scales for m in ordered))
 
 
 def _spec(members: list[Ecosystem], extras: StackSpec) -> EcosystemSpec:
@@ -164,12 +164,12 @@ def _setup(commands: list[str]) -> str | None:
     return " && ".join([f"mv .seed {STASH}", *steps, f"rm -rf .seed {STASH}"])
 
 
-def _seed(members: list[Ecosystem]) -> Callable[[int], dict[str, bytes]]:
-    def generate(seed: int) -> dict[str, bytes]:
+def _seed(members: list[Ecosystem]) -> Callable[..., dict[str, bytes]]:
+    def generate(seed: int, scale: int = 1) -> dict[str, bytes]:
         files: dict[str, bytes] = {}
         owner: dict[str, str] = {}
         for m in members:
-            for path, data in m.seed_state(seed).items():
+            for path, data in m.seed_state(seed, scale=scale).items():
                 if path in files:
                     raise StackError(f"stack {JOIN.join(x.name for x in members)!r}: "
                                      f"{owner[path]} and {m.name} both seed {path!r} "

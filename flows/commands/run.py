@@ -32,7 +32,7 @@ EXAMPLE_QUERY = ("select ecosystem, avg((status = 'accepted')::int) as yield, "
                  "from attempts group by ecosystem")
 
 RUN_OUTPUT_OPTIONS = ["tasks", "seed", "backend", "ecosystem", "depth_weights", "max_depth",
-                      "kinds", "off_scenario", "stack_share", "no_repair"]
+                      "kinds", "off_scenario", "stack_share", "difficulty", "no_repair"]
 """Run options that --resume takes from the recorded run instead, besides every flag of the
 candidate's settings."""
 
@@ -123,7 +123,7 @@ def _settings(args: argparse.Namespace):
         {}, tasks=args.tasks, seed=args.seed, data=args.data, backend=args.backend,
         ecosystems=_ecosystem_refs(args), workers=args.workers,
         depth_weights=_depth_weights(args), **_mix(args), off_scenario=args.off_scenario,
-        stack_share=args.stack_share, shard_rows=args.shard_rows,
+        stack_share=args.stack_share, shard_rows=args.shard_rows, difficulty=args.difficulty,
         **{**_candidate_flags(args), **({"max_repairs": 0} if args.no_repair else {})})
     ecos = [_ecosystem(ref) for ref in settings.ecosystems]
     names = [eco.name for eco in ecos]
@@ -183,10 +183,16 @@ def _check_mix(settings, ecos: list) -> list[str]:  # noqa: ANN001
     """No silent downgrade: a kind or property asked of an ecosystem that cannot give it is
     one line naming what to add (UsageError); one asked where possible is a note, returned
     for :func:`_tell`."""
+    from environments.ecosystems import EcosystemError
     from tasks.plan.mix import downgraded, unavailable
+    from tasks.plan.tiers import TIER_RULES
 
     notes = []
     for eco in ecos:
+        try:
+            eco.check_scale(TIER_RULES[settings.difficulty].scale)
+        except EcosystemError as exc:
+            raise UsageError(str(exc)) from None
         gaps = unavailable(eco, settings.kinds, settings.where_possible,
                            getattr(settings, "require_observation", False))
         if gaps:
@@ -323,13 +329,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     settings = _validated({"tasks": "--n"}, tasks=args.n, seed=args.seed,
                           ecosystems=[args.ecosystem], depth_weights=_depth_weights(args),
-                          **_mix(args), off_scenario=args.off_scenario)
+                          **_mix(args), off_scenario=args.off_scenario,
+                          difficulty=args.difficulty)
     eco = _ecosystem(args.ecosystem)
     notes = _check_mix(settings, [eco])
     try:
         candidates, stats = plan_candidates(eco, settings.tasks, settings.seed,
                                             settings.depth_weights, settings.kinds,
-                                            settings.off_scenario)
+                                            settings.off_scenario, settings.difficulty)
     except (PlanningError, UserCodeError) as exc:
         raise UsageError(str(exc)) from None
     _tell(notes)
@@ -379,9 +386,18 @@ def add_plan_parser(sub: argparse._SubParsersAction) -> None:
     plan.add_argument("--max-depth", type=whole)
     plan.add_argument("--kinds", metavar="KIND:W,...")
     plan.add_argument("--off-scenario", type=number, metavar="0..1")
+    difficulty_option(plan)
     plan.add_argument("--format", choices=["text", "json"], default="text")
     add_trust_option(plan)
     plan.set_defaults(func=cmd_plan)
+
+
+def difficulty_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--difficulty", choices=["easy", "medium", "hard"],
+                   help="easy: short workflows; medium (default): the usual mix; hard: deep "
+                        "workflows with three or more values to look up, over a seeded state "
+                        "ten times the size, build tasks only, each failed by the open-loop "
+                        "solver (docs/difficulty.md)")
 
 
 def run_options(p: argparse.ArgumentParser) -> None:
@@ -398,6 +414,7 @@ def run_options(p: argparse.ArgumentParser) -> None:
                    help="share of candidates for the stacks when the run names stacks and "
                         "single ecosystems both (default 0.3)")
     p.add_argument("--workers", type=whole, help="candidates executed at once (default 4)")
+    difficulty_option(p)
     p.add_argument("--depth-weights", metavar="D:W,...",
                    help="relative weight per workflow depth 1..8 (default 1:1,2:2,3:3,4:3,"
                         "5:2,6:2,7:1,8:1)")

@@ -123,5 +123,15 @@ def _solve(settings, tasks: int) -> int:  # noqa: ANN001
     print(f"solve {summary.run_id}: {tasks} tasks x k={settings.k}: "
           f"{summary.written} attempts written, {summary.held} already held, "
           f"{summary.errored} errored (run solve again for those)")
+    _print_pass_by_tier(settings.data)
     print(f"difficulty: taskfactory query --data {settings.data} \"select * from difficulty\"")
     return 75 if summary.errored else 0
+
+
+def _print_pass_by_tier(data: Path) -> None:
+    """pass@1 and pass@k per tier (``--difficulty``) and model, over every attempt held."""
+    from tasks.dataset import Dataset
+    from tasks.dataset.report.stats import pass_by_tier
+
+    with Dataset.open(data).connect() as con:
+        print(pass_by_tier(con))

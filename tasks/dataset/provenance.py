@@ -90,6 +90,8 @@ class Planned:
     off_scenario: float | None = None
     stack_share: float | None = None
     """Only where it splits the run (stacks and single ecosystems both)."""
+    difficulty: str | None = None
+    """Only where it is not ``medium`` (every run before tiers was)."""
 
 
 def config_hash(built: Built, plan: Planned, candidate: BaseModel,
@@ -106,6 +108,7 @@ def config_hash(built: Built, plan: Planned, candidate: BaseModel,
         "kinds": {k: float(w) for k, w in sorted((plan.kinds or {}).items())},
         "off_scenario": plan.off_scenario,
         **({"stack_share": plan.stack_share} if plan.stack_share is not None else {}),
+        **({"difficulty": plan.difficulty} if plan.difficulty is not None else {}),
         "templates": template_hash(), "llm": list(llm),
         "dedup": dedup})
 

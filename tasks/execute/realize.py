@@ -33,11 +33,11 @@ SandboxUnavailableError when it cannot be built or the backend cannot install pa
 
 def realize(sandbox: Sandbox, eco: Ecosystem, seed: int,
             additions: EnvAdditions | None = None,
-            fault: str | None = None) -> tuple[dict[str, bytes], Snapshot]:
-    """Seed (with ``fault``'s defect planted), set up, add ``additions`` and start the
-    environment; returns the seed files and the snapshot of the initial state."""
+            fault: str | None = None, scale: int = 1) -> tuple[dict[str, bytes], Snapshot]:
+    """Seed at ``scale`` (with ``fault``'s defect planted), set up, add ``additions`` and
+    start the environment; returns the seed files and the snapshot of the initial state."""
     try:
-        files = eco.seed_state(seed, fault)
+        files = eco.seed_state(seed, fault, scale)
     except UserCodeError as exc:
         raise user_code_failure("realize", exc) from exc
     except LookupError as exc:
@@ -142,7 +142,8 @@ def probe(sandbox: Sandbox, eco: Ecosystem) -> dict:
 
 class LiveEnvironment:
     """One candidate's environment, realized in a sandbox it owns (a context manager);
-    with ``fault``, the seed carries that injector's defect.
+    with ``fault``, the seed carries that injector's defect; ``scale`` is the seed's
+    (``Ecosystem.seed_state``: the hard tier's is larger).
 
     ``sandbox``, ``initial`` (the snapshot of the initial state) and ``before`` (its probe)
     change when a repair realizes the environment again with a missing piece: a file or a
@@ -152,8 +153,10 @@ class LiveEnvironment:
     """
 
     def __init__(self, eco: Ecosystem, seed: int, open_sandbox: OpenSandbox,
-                 additions: EnvAdditions | None = None, fault: str | None = None) -> None:
+                 additions: EnvAdditions | None = None, fault: str | None = None,
+                 scale: int = 1) -> None:
         self.eco, self.seed, self._open, self.fault = eco, seed, open_sandbox, fault
+        self.scale = scale
         self.additions = additions or EnvAdditions()
         self._stack = ExitStack()
         self.sandbox: Sandbox
@@ -176,7 +179,7 @@ class LiveEnvironment:
     def _start(self) -> None:
         self.sandbox = self._stack.enter_context(self._open(tuple(self.additions.packages)))
         self.files, self.initial = realize(self.sandbox, self.eco, self.seed, self.additions,
-                                            self.fault)
+                                            self.fault, self.scale)
         self.before = probe(self.sandbox, self.eco)
 
     def add(self, files: dict[str, str] | None = None, dirs: list[str] | None = None) -> None:
@@ -210,6 +213,6 @@ class LiveEnvironment:
         self.sandbox = sandbox
         self.additions = self.additions.model_copy(update={"packages": packages})
         self.files, self.initial = realize(self.sandbox, self.eco, self.seed, self.additions,
-                                            self.fault)
+                                            self.fault, self.scale)
         self.before = probe(self.sandbox, self.eco)
         return True

@@ -6,9 +6,10 @@
 - ``shapes``: :class:`~tasks.plan.shapes.GraphBuilder`, which grows one graph of a shape
   and assigns tools by semantic type;
 - ``layout``: the seeded paths a reconstruct program is written against;
-- ``diversity``: how diverse a planned batch is (``taskfactory plan``).
+- ``diversity``: how diverse a planned batch is (``taskfactory plan``);
+- ``tiers``: what each ``--difficulty`` asks of the planner, the seed and the gate.
 
 Imports nothing else of ``tasks/``.
 """
 
-__all__ = ["diversity", "layout", "mix", "planner", "shapes"]
+__all__ = ["diversity", "layout", "mix", "planner", "shapes", "tiers"]

@@ -125,10 +125,11 @@ def downgraded(eco: Ecosystem, kinds: dict[TaskKind, float]) -> list[str]:
     return notes
 
 
-def plantable(eco: Ecosystem, seed: int, fault: str) -> bool:
-    """The seed has a place for the fault's defect (its ``plant`` finds what it breaks)."""
+def plantable(eco: Ecosystem, seed: int, fault: str, scale: int = 1) -> bool:
+    """The seed (at ``scale``) has a place for the fault's defect (its ``plant`` finds what
+    it breaks)."""
     try:
-        eco.seed_state(seed, fault)
+        eco.seed_state(seed, fault, scale)
     except LookupError:
         return False
     return True

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from environments.ecosystems import Ecosystem
 from schemas.ecosystem import Scenario
-from schemas.graph import Candidate, TaskKind, WorkflowGraph
+from schemas.graph import Candidate, TaskKind, Tier, WorkflowGraph
 from tasks.plan.layout import CASES_HIDDEN, CASES_PUBLIC, layout_shared
 from tasks.plan.mix import (
     DEFAULT_KINDS,
@@ -47,6 +47,7 @@ from tasks.plan.mix import (
     plantable,
 )
 from tasks.plan.shapes import LOOKUP_SHARE, SHAPES, GraphBuilder, chain, fix_chain
+from tasks.plan.tiers import TIER_RULES
 
 MAX_REPLANS = 40
 OUTSIDE_REPLANS = 15
@@ -118,7 +119,8 @@ def drawn_depth(seed: int, depth_weights: dict[int, float] | None = None,
 
 def plan_graph(eco: Ecosystem, seed: int, depth_weights: dict[int, float] | None = None,
                usage: Counter[str] | None = None, fault: str | None = None,
-               scenario: str | None = None, lookup: bool | None = None) -> WorkflowGraph:
+               scenario: str | None = None, lookup: bool | None = None, scale: int = 1
+               ) -> WorkflowGraph:
     """One graph over the state seeded with ``seed``; depth drawn from ``depth_weights``.
     With ``fault``, a fix graph: that injector's repair steps, then a short chain
     (:data:`FIX_DEPTH_WEIGHTS`).  With ``scenario``, the graph grows with that scenario's
@@ -127,11 +129,11 @@ def plan_graph(eco: Ecosystem, seed: int, depth_weights: dict[int, float] | None
 
     ``usage`` (tool name -> uses so far in the run) makes rarely used tools likelier;
     ``lookup`` says whether the graph starts with a lookup where one can (None: with
-    probability :data:`LOOKUP_SHARE`)."""
+    probability :data:`LOOKUP_SHARE`); ``scale`` is the seed's (the state values bound)."""
     rng = random.Random(seed)
     depth = _draw_depth(rng, depth_weights)
     shape = rng.choices(list(SHAPE_WEIGHTS), weights=list(SHAPE_WEIGHTS.values()))[0]
-    state = {p: t for p in eco.state_paths(seed) if (t := eco.state_type(p))}
+    state = {p: t for p in eco.state_paths(seed, scale) if (t := eco.state_type(p))}
     usage = usage if usage is not None else Counter()
     story = eco.spec.scenario(scenario) if scenario else None
 
@@ -179,7 +181,7 @@ def iter_candidates(eco: Ecosystem, n: int, run_seed: int,
                     depth_weights: dict[int, float] | None = None,
                     kinds: dict[TaskKind, float] | None = None,
                     off_scenario: float = OFF_SCENARIO_SHARE,
-                    indices: Sequence[int] | None = None
+                    indices: Sequence[int] | None = None, tier: Tier = "medium"
                     ) -> Iterator[tuple[Candidate, int]]:
     """``n`` candidates with distinct fingerprints, one at a time, each with the number of
     duplicate fingerprints re-planned before it (bounded by :data:`MAX_REPLANS`); their
@@ -195,7 +197,11 @@ def iter_candidates(eco: Ecosystem, n: int, run_seed: int,
 
     ``indices`` are the candidates' indices in the run (default ``range(n)``): every draw
     of a candidate is keyed by the run seed and that index, so the ecosystems of one run
-    (each planned with its own stride of indices) draw independently of each other."""
+    (each planned with its own stride of indices) draw independently of each other.
+    ``tier`` (:mod:`tasks.plan.tiers`): the seed's scale, depths where none are given, kinds."""
+    rules = TIER_RULES[tier]
+    depth_weights = depth_weights or rules.depth_weights
+    kinds = rules.kinds or kinds
     seen: set[str] = set()
     usage: Counter[str] = Counter()
     faults_used: Counter[str] = Counter()
@@ -209,9 +215,9 @@ def iter_candidates(eco: Ecosystem, n: int, run_seed: int,
         # drawn once, so that re-plans do not favour the commoner graphs without a lookup
         lookup = random.Random(f"taskfactory:lookup:{run_seed}:{index}").random() < LOOKUP_SHARE
         graph, seed, dupes = _distinct(eco, run_seed, index, seen, _Draw(
-            depth_weights, usage, fault, scenarios, lookup, reconstruct))
+            depth_weights, usage, fault, scenarios, lookup, reconstruct, rules.scale))
         tried: set[str] = set()
-        while fault and (not plantable(eco, seed, fault)  # no place for the defect
+        while fault and (not plantable(eco, seed, fault, rules.scale)  # no place for the defect
                          or graph.fingerprint() in seen):  # this fix is planned already
             if graph.fingerprint() in seen:  # every re-plan repeated one: none of it is left
                 exhausted.add(fault)
@@ -221,15 +227,16 @@ def iter_candidates(eco: Ecosystem, n: int, run_seed: int,
             kept = (draw_scenarios(eco, index, run_seed, fault, off_scenario, scenarios_used)
                     if fault else [graph.scenario] if graph.scenario else [])
             graph, seed, more = _distinct(eco, run_seed, index, seen, _Draw(
-                depth_weights, usage, fault, kept, lookup, reconstruct))
+                depth_weights, usage, fault, kept, lookup, reconstruct, rules.scale))
             dupes += more
         seen.add(graph.fingerprint())
         usage.update(s.tool for s in graph.steps)
         faults_used.update([graph.fault] if graph.fault else [])
         scenarios_used.update([graph.scenario] if graph.scenario else [])
-        cid = hashlib.sha256(f"{eco.digest}:{seed}:{graph.model_dump_json()}".encode())
+        cid = hashlib.sha256(f"{eco.digest}:{seed}:{graph.model_dump_json()}".encode()
+                             + (f":{tier}".encode() if tier != "medium" else b""))
         yield Candidate(candidate_id=cid.hexdigest()[:16], index=index, ecosystem=eco.name,
-                        seed=seed, graph=graph), dupes
+                        seed=seed, graph=graph, tier=tier), dupes
 
 
 @dataclass(frozen=True)
@@ -242,6 +249,7 @@ class _Draw:
     scenarios: list[str]
     lookup: bool
     reconstruct: bool
+    scale: int = 1
 
 
 def _distinct(eco: Ecosystem, run_seed: int, index: int, seen: set[str], draw: _Draw
@@ -259,7 +267,7 @@ def _distinct(eco: Ecosystem, run_seed: int, index: int, seen: set[str], draw: _
         starts = False if draw.reconstruct else draw.lookup if inside or not scenarios else None
         try:
             graph = plan_graph(eco, seed, draw.depth_weights, draw.usage, draw.fault, scenario,
-                               starts)
+                               starts, draw.scale)
         except PlanningError:
             if scenario is None and not eco.members:
                 raise
@@ -282,9 +290,10 @@ def _distinct(eco: Ecosystem, run_seed: int, index: int, seen: set[str], draw: _
 def plan_candidates(eco: Ecosystem, n: int, run_seed: int,
                     depth_weights: dict[int, float] | None = None,
                     kinds: dict[TaskKind, float] | None = None,
-                    off_scenario: float = OFF_SCENARIO_SHARE
+                    off_scenario: float = OFF_SCENARIO_SHARE, tier: Tier = "medium"
                     ) -> tuple[list[Candidate], PlanStats]:
     """:func:`iter_candidates` as a list, with the run's planning stats."""
-    planned = list(iter_candidates(eco, n, run_seed, depth_weights, kinds, off_scenario))
+    planned = list(iter_candidates(eco, n, run_seed, depth_weights, kinds, off_scenario,
+                                   tier=tier))
     return [c for c, _ in planned], PlanStats(planned=len(planned),
                                               duplicates_replanned=sum(d for _, d in planned))

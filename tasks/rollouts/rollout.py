@@ -30,6 +30,7 @@ from tasks.execute.realize import LiveEnvironment, OpenSandbox, probe, state_wit
 from tasks.exports.harbor.rebuild import rebuilt_cases
 from tasks.exports.harbor.source import ExportTask
 from tasks.gate.gate import run_solution
+from tasks.plan.tiers import scale_of
 from tasks.reconstruct.examples import write_examples
 from tasks.rollouts.actions import SandboxActions
 from tasks.rollouts.agent_loop import Limits, LoopResult, run_loop
@@ -119,7 +120,7 @@ def run_attempt(open_sandbox: OpenSandbox, task: ExportTask, agent: Agent,
     row, client, action_space = task.row, agent.client, agent.action_space
     attempt = which.attempt
     with LiveEnvironment(task.eco, row.seed, open_sandbox, task.trace.environment,
-                         row.fault) as env:
+                         row.fault, scale_of(row.tier)) as env:
         initial = _agent_workspace(env, task)
         actions = SandboxActions(env.sandbox, task.eco, task.trace, action_space)
         loop = run_loop(client, actions, row.instruction, action_space, agent.limits,

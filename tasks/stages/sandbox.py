@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from schemas.records import StageName
 from tasks.execute.realize import LiveEnvironment
+from tasks.plan.tiers import scale_of
 from tasks.stages.context import CandidateContext, Phase
 
 
@@ -20,4 +21,5 @@ class OpenEnvironment:
     def run(self, ctx: CandidateContext) -> None:
         ctx.env = ctx.sandboxes.enter_context(
             LiveEnvironment(ctx.eco, ctx.candidate.seed, ctx.open,
-                            fault=ctx.candidate.graph.fault))
+                            fault=ctx.candidate.graph.fault,
+                            scale=scale_of(ctx.candidate.tier)))

@@ -79,6 +79,7 @@ def task_row(ctx: CandidateContext, task_id: str, digest: str) -> TaskRow:
         cases_json=json.dumps([c.ref() for c in cases]) if cases is not None else None,
         fault=graph.fault, scenario=graph.scenario, image=ctx.image,
         crosses=eco.crosses(s.tool for s in graph.steps) if eco.members else None,
+        tier=ctx.candidate.tier,
         backend=ctx.backend, gate=ctx.gate, needs_observation=ctx.gate.needs_observation,
         generator_version=ctx.generator_version,
         created_at=datetime.now(UTC))

@@ -6,6 +6,7 @@ from schemas.records import StageName
 from tasks.core.failures import StageFailure
 from tasks.execute.realize import LiveEnvironment
 from tasks.gate.gate import Gated, run_gate, run_reconstruct_gate
+from tasks.plan.tiers import TIER_RULES, scale_of
 from tasks.reconstruct.program import program_trace
 from tasks.stages.context import CandidateContext, Phase
 
@@ -38,13 +39,14 @@ class Validate:
             ctx.close_sandboxes()
             env = ctx.sandboxes.enter_context(LiveEnvironment(
                 ctx.eco, ctx.candidate.seed, ctx.open, ctx.trace.environment,
-                ctx.candidate.graph.fault))
+                ctx.candidate.graph.fault, scale_of(ctx.candidate.tier)))
             realized = ctx.before
         ctx.gate = run_gate(env, ctx.eco, Gated(ctx.trace, ctx.checks, ctx.draft.text,
                                                 ctx.solution_sh, ctx.verifier_py),
                             ctx.after, realized=realized)
         ctx.close_sandboxes()
-        if ctx.settings.require_observation and not ctx.gate.needs_observation:
+        if (ctx.settings.require_observation or TIER_RULES[ctx.candidate.tier].needs_observation
+                ) and not ctx.gate.needs_observation:
             raise StageFailure("validate", "no_observation_needed",
                                f"the open-loop solution scores {ctx.gate.open_loop_reward}: "
                                "the instruction's values alone solve the task")

@@ -6,6 +6,7 @@ do."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -91,6 +92,9 @@ def test_resumed_solve_adds_exactly_the_missing_attempts(tmp_path):
                                capture_output=True, text=True, timeout=900)
         assert third.returncode == 0, third.stderr[-2000:]
         assert f"0 attempts written, {2 * K} already held" in third.stdout
+        # pass@k per tier, over every attempt held: both tasks medium, every attempt solved
+        assert re.search(rf"^\| medium \| \S+ \| 2 \| {2 * K} \| {K} \| 1 \| 1 \|$",
+                         third.stdout, re.MULTILINE), third.stdout
     _, rows = Dataset.open(data).query("select attempts, solved, pass_at_1, pass_at_k "
                                        "from difficulty order by task_id")
     assert rows == [(K, K, 1.0, 1.0)] * 2

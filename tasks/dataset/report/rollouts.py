@@ -4,6 +4,7 @@ possible reward hacks (:func:`tasks.dataset.report.stats.report` renders them).
 - stop reasons per model and action space (attempts, tokens, seconds);
 - the difficulty histogram: tasks per ecosystem, kind and model in bins of ``pass_at_k``
   (the ``difficulty`` view, :mod:`tasks.dataset.difficulty`);
+- pass@k per tier (``--difficulty``) and model: do the tiers separate for that model;
 - possible reward hacks: attempts scoring 1 whose final state differs from the
   reference's on a probed entry no check of the task looks at (``unchecked_changes``),
   one row per task and model, for review.
@@ -31,6 +32,16 @@ DIFFICULTY = ("Difficulty (pass@k) per ecosystem and kind", f"""
     on pass_at_k using count(*) group by ecosystem, kind, model
     order by ecosystem, kind, model""",
     "Tasks per bin of pass@k (the unbiased estimator over each task's attempts).")
+
+PASS_BY_TIER = ("Pass@k per tier and model", """
+    select coalesce(t.tier, 'medium') as tier, d.model, count(*) as tasks,
+           sum(d.attempts) as attempts, min(d.k) as k,
+           round(avg(d.pass_at_1), 3) as "mean pass@1",
+           round(avg(d.pass_at_k), 3) as "mean pass@k"
+    from difficulty d join (select distinct task_id, tier from tasks) t using (task_id)
+    group by all order by tier, model""",
+    "Per `--difficulty`: the mean over tasks of each task's pass@1 and pass@k (the "
+    "`difficulty` view); a model the tiers do not separate shows the same figures in each.")
 
 REWARD_HACKS = ("Possible reward hacks", """
     select task_id, model, count(*) as attempts,

@@ -22,7 +22,7 @@ from tasks.dataset.report.compositions import (
     caught_rows,
     composition_rows,
 )
-from tasks.dataset.report.rollouts import DIFFICULTY, REWARD_HACKS, STOP_REASONS
+from tasks.dataset.report.rollouts import DIFFICULTY, PASS_BY_TIER, REWARD_HACKS, STOP_REASONS
 from tasks.dataset.runs import SETTLED_ATTEMPTS
 
 Section = Callable[[duckdb.DuckDBPyConnection], str]
@@ -83,6 +83,24 @@ def yield_by_ecosystem(con: duckdb.DuckDBPyConnection) -> str:
         from {SETTLED_ATTEMPTS} group by all order by ecosystem""",
         "Yield counts accepted and rejected candidates; `errored` ones (the infrastructure "
         "failed under them) are neither, until a resume or rerun runs them again.")
+
+
+def tiers(con: duckdb.DuckDBPyConnection) -> str:
+    return _section(con, "Tiers", f"""
+        select coalesce(a.tier, 'medium') as tier, count(*) as candidates,
+               count(*) filter (status = 'accepted') as accepted,
+               round(100 * avg((status = 'accepted')::int)
+                   filter (status <> 'errored'), 1) as "yield %",
+               median(t.n_steps) as "median steps",
+               round(100 * avg(t.needs_observation::int), 1) as "open-loop fails %"
+        from {SETTLED_ATTEMPTS} a
+        left join (select distinct on (candidate_id) candidate_id, n_steps, needs_observation
+                   from tasks) t using (candidate_id)
+        group by all order by tier""",
+        "Candidates and tasks per `--difficulty`; tasks made before tiers are `medium`.  "
+        "Open-loop fails: the accepted tasks that the solver who looks nothing up fails "
+        "(every hard task must).  Looked-up values, turns and seeded entries per tier are "
+        "under \"Work per task\".")
 
 
 def kinds(con: duckdb.DuckDBPyConnection) -> str:
@@ -296,7 +314,7 @@ def readability(con: duckdb.DuckDBPyConnection) -> str:
 def work(con: duckdb.DuckDBPyConnection) -> str:
     from tasks.dataset.report import work as counted
 
-    return (f"## Work per task, per ecosystem and kind\n\n{counted.NOTE}\n\n"
+    return (f"## Work per task, per ecosystem, kind and tier\n\n{counted.NOTE}\n\n"
             + md_table(counted.COLUMNS, counted.work_rows(con)))
 
 
@@ -324,6 +342,10 @@ def difficulty_histogram(con: duckdb.DuckDBPyConnection) -> str:
     return _section(con, *DIFFICULTY)
 
 
+def pass_by_tier(con: duckdb.DuckDBPyConnection) -> str:
+    return _section(con, *PASS_BY_TIER)
+
+
 def reward_hacks(con: duckdb.DuckDBPyConnection) -> str:
     return _section(con, *REWARD_HACKS)
 
@@ -338,6 +360,7 @@ def instruction_diversity(con: duckdb.DuckDBPyConnection) -> str:
 SECTIONS: list[Section] = [
     overview,
     yield_by_ecosystem,
+    tiers,
     kinds,
     reconstruct,
     faults,
@@ -359,6 +382,7 @@ SECTIONS: list[Section] = [
     instruction_diversity,
     stop_reasons,
     difficulty_histogram,
+    pass_by_tier,
     reward_hacks,
 ]
 

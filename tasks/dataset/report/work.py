@@ -1,4 +1,5 @@
-"""How much work a task asks, per ecosystem (a stack is one) and kind: the medians of its
+"""How much work a task asks, per ecosystem (a stack is one), kind and tier (``--difficulty``;
+tasks made before tiers are ``medium``): the medians of its
 steps, of the values it must look up, of its trajectories' turns, of its seeded state,
 and the share that needs observation.
 
@@ -21,7 +22,7 @@ import duckdb
 from environments.ecosystems import Ecosystem, builtin_named
 from tasks.dataset.report.compositions import stream_rows
 
-COLUMNS = ["ecosystem", "kind", "tasks", "median steps", "median looked-up values",
+COLUMNS = ["ecosystem", "kind", "tier", "tasks", "median steps", "median looked-up values",
            "median turns", "median seeded entries", "need observation %"]
 NOTE = ("A looked-up value is one a read step prints and a later step takes (the solver "
         "finds it before it acts; built-in ecosystems only).  Turns: the messages of the "
@@ -37,23 +38,24 @@ def looked_up(eco: Ecosystem, graph: dict) -> int:
 
 
 def work_rows(con: duckdb.DuckDBPyConnection) -> list[list[object]]:
-    """Per ecosystem and kind: :data:`COLUMNS`."""
+    """Per ecosystem, kind and tier: :data:`COLUMNS`."""
     turns = dict(con.execute("select task_id, median(n_turns) from trajectories "
                              "group by task_id").fetchall())
     ecosystems: dict[str, Ecosystem | None] = {}
-    groups: dict[tuple[str, str], list[tuple]] = defaultdict(list)
-    for task_id, name, kind, n_steps, graph_json, checks_json, observed in stream_rows(
-            con, "select task_id, ecosystem, coalesce(kind, 'build'), n_steps, graph_json, "
-                 "checks_json, needs_observation from tasks"):
+    groups: dict[tuple[str, str, str], list[tuple]] = defaultdict(list)
+    for task_id, name, kind, tier, n_steps, graph_json, checks_json, observed in stream_rows(
+            con, "select task_id, ecosystem, coalesce(kind, 'build'), coalesce(tier, 'medium'), "
+                 "n_steps, graph_json, checks_json, needs_observation from tasks"):
         if name not in ecosystems:
             ecosystems[name] = builtin_named(name)
         eco = ecosystems[name]
         lookups = looked_up(eco, json.loads(graph_json)) if eco else None
         seeded = sum(len(c.get("expected") or {}) for c in json.loads(checks_json)
                      if c.get("kind") == "unchanged")
-        groups[(name, kind)].append((n_steps, lookups, turns.get(task_id), seeded, observed))
-    return [[name, kind, len(rows), *(_median([r[i] for r in rows]) for i in range(4)),
-             _share([r[4] for r in rows])] for (name, kind), rows in sorted(groups.items())]
+        groups[(name, kind, tier)].append((n_steps, lookups, turns.get(task_id), seeded,
+                                           observed))
+    return [[*key, len(rows), *(_median([r[i] for r in rows]) for i in range(4)),
+             _share([r[4] for r in rows])] for key, rows in sorted(groups.items())]
 
 
 def _median(values: list) -> object:

@@ -39,6 +39,7 @@ from schemas.records import TaskRow
 from schemas.trace import EnvAdditions
 from tasks.execute.realize import env_digest, service_start_command
 from tasks.exports.harbor import HarborError
+from tasks.plan.tiers import scale_of
 from tasks.reconstruct.cases import Case
 from tasks.reconstruct.examples import unpacking
 
@@ -82,7 +83,7 @@ def seed_files(task: TaskRow, eco: Ecosystem, additions: EnvAdditions) -> dict[s
             "pass the ecosystem folder the task was generated with (--ecosystem-dir), or "
             "none to use the dataset's snapshot of it")
     try:
-        files = eco.seed_state(task.seed, task.fault)
+        files = eco.seed_state(task.seed, task.fault, scale_of(task.tier))
     except KeyError as exc:
         raise HarborError(f"task {task.task_id}: {exc.args[0]}; pass the ecosystem folder the "
                           "task was generated with (--ecosystem-dir)") from None

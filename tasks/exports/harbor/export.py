@@ -144,7 +144,8 @@ def task_config(task: ExportTask, options: ExportOptions) -> dict[str, object]:
                  "description": f"{eco.name}: a {row.shape} workflow of {row.n_steps} "
                                 f"tool call(s) ({', '.join(row.tools)})",
                  "keywords": ["taskfactory", eco.name, row.shape]},
-        "metadata": {"category": eco.name, "tags": sorted({eco.name, row.shape, *row.tools}),
+        "metadata": {"category": eco.name, "difficulty": row.tier or "medium",
+                     "tags": sorted({eco.name, row.shape, *row.tools}),
                      "taskfactory": _metadata(task)},
         "verifier": {"timeout_sec": options.verifier_timeout_s, "user": VERIFIER_USER},
         "agent": {"timeout_sec": options.agent_timeout_s, "user": config.user},

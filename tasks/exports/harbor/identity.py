@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from environments.docker.harbor_container import TaskContainer
 from tasks.execute.realize import LiveEnvironment, first_difference, probe, state_digest
 from tasks.exports.harbor.source import ExportTask
+from tasks.plan.tiers import scale_of
 from tasks.reconstruct.program import EXAMPLES
 
 MANIFEST_ROOTS = ("/workspace", "/opt/taskfactory")
@@ -115,7 +116,7 @@ def factory_state(task: ExportTask, run: str) -> tuple[dict, dict]:
         return _examples_state(task, run)
     with fresh_environments(task, run) as open_sandbox, LiveEnvironment(
             task.eco, task.row.seed, open_sandbox, task.trace.environment,
-            task.row.fault) as env:
+            task.row.fault, scale_of(task.row.tier)) as env:
         listing = env.sandbox.exec(["bash", "-c", _manifest_command()], timeout=120)
         if listing.exit_code != 0:
             raise RuntimeError(f"manifest failed: {listing.stderr.strip()[-300:]}")
