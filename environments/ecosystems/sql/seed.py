@@ -263,7 +263,8 @@ def _more_orders(fake: Faker, rng: random.Random, shop: _Shop, scale: int) -> No
     sales = [o for o in shop.orders if o[3] in ("paid", *SHIPPED)]
     for o in rng.sample(sales, min(len(sales), _twins(scale))):
         oid = len(shop.orders) + 1
-        shop.items += [(len(shop.items) + 1, oid, *i[2:]) for i in shop.items if i[1] == o[0]]
+        lines = [i for i in shop.items if i[1] == o[0]]
+        shop.items += [(len(shop.items) + n, oid, *i[2:]) for n, i in enumerate(lines, 1)]
         shop.orders.append((oid, *o[1:3], rng.choice(["pending", "cancelled", "refunded"]),
                             *o[4:]))
 
