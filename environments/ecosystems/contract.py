@@ -2,8 +2,11 @@
 
 Three kinds of module, typed as protocols below:
 
-- the **seed module** (``seed.module``): ``generate(seed) -> {path: bytes}`` (the name
-  ``seed.function`` says), optional ``layout(seed) -> [path]`` and optional
+- the **seed module** (``seed.module``): ``generate(seed, scale=1) -> {path: bytes}``
+  (the name ``seed.function`` says; ``scale`` is optional: at ``scale`` > 1, the hard
+  tier, every family of entries is ``scale`` times as large, with distractors, and scale
+  1 gives the bytes ``generate(seed)`` gives; a module without it makes no hard-tier
+  tasks), optional ``layout(seed, scale=1) -> [path]`` and optional
   ``provide(path, seed) -> bytes | None``;
 - the **sampler module** (``samplers.module``): each sampler a tool names is
   ``sampler(content, rng, **context) -> str``, where ``content`` is the bytes of the file

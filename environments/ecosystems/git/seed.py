@@ -15,6 +15,18 @@ file) whose text comes from Faker: 15-40 commits by 3-6 authors on ``main`` and 
 topic branches, one or two of them merged back with ``--no-ff`` merge commits, and
 release tags (lightweight and annotated).  Every line of work owns its files while it
 runs, so any two seeded commits merge cleanly and cherry-picks are predictable.
+
+``generate(seed, scale)``: at ``scale`` > 1 (the hard tier) the history goes on after the
+scale-1 one in further stretches of the same kind (new topic branches, merges, releases),
+drawn from a stream of its own (``random.Random(f"{seed}:scale")``), until the commits,
+the branches and the tags are each at least ``scale`` times those of scale 1; scale 1
+stays byte for byte what it always was.  The clock runs faster there, so every seeded
+commit still predates the fixed date the faults and tools commit at (2026-01-01).  Among
+them are distractors, each differing from another entry in one property: commits whose
+subject another author already used (plain, without "(part n)"), one author committing
+under a second e-mail address (same name and zone), and copies of topic branches at
+the same tip under the name plus a suffix (``feature/x-backup``; never of the branch
+whose tip is oldest, which the copy would tie with).
 """
 
 import keyword
@@ -85,7 +97,10 @@ class _History:
         self.fake, self.rng = fake, rng
         self.commits: list[_Commit] = []
         self.tags: list[tuple[str, int, str | None, int]] = []  # name, mark, message, ts
-        self.subjects: set[str] = set()
+        self.subjects: dict[str, _Author] = {}  # subject -> its author
+        self.twins = 0  # subjects another author may use again (distractors; scale > 1)
+        self.step = (25 * 60, 2 * 86400)  # seconds from one commit to the next
+        self.aliases: list[tuple[str, int]] = []  # branch name, mark (a copy of a branch)
         self.clock = int(datetime(2024, 1, 8, 9, tzinfo=UTC).timestamp()) \
             + rng.randint(0, 400) * 86400
         words: list[str] = []
@@ -187,16 +202,19 @@ class _History:
 
     # ---- commits ----------------------------------------------------------------------------
     def tick(self) -> int:
-        self.clock += self.rng.randint(25 * 60, 2 * 86400)
+        self.clock += self.rng.randint(*self.step)
         return self.clock
 
     def commit(self, line: _Line, author: _Author, subject: str,
                changes: dict[str, list[str] | None], merge_of: int | None = None) -> int:
-        n = 2
-        base = subject
-        while subject in self.subjects:
-            subject, n = f"{base} (part {n})", n + 1
-        self.subjects.add(subject)
+        if self.twins and merge_of is None and subject in self.subjects \
+                and self.subjects[subject].name != author.name:
+            self.twins -= 1  # the same subject again by another author: a distractor
+        else:
+            n, base = 2, subject
+            while subject in self.subjects:
+                subject, n = f"{base} (part {n})", n + 1
+        self.subjects.setdefault(subject, author)
         message = subject + "\n"
         if merge_of is None and self.rng.random() < 0.35:
             message += "\n" + self.fake.paragraph(nb_sentences=self.rng.randint(1, 3)) + "\n"
@@ -317,26 +335,20 @@ def _merge(h: _History, main: _Line, branch: _Line, author: _Author) -> None:
     main.owned |= branch.owned
 
 
-def _build(seed: int) -> _History:
-    fake, rng = _FAKE, random.Random(seed)
-    fake.seed_instance(seed)
-    h = _History(fake, rng)
-    authors = _authors(fake, rng)
-    maintainer = authors[0]
-    main = _Line("main", {}, set())
-    first = _initial_files(h)
-    main.owned = set(first)
-    h.all_paths = set(first)
-    h.commit(main, maintainer, "Initial commit", dict(first))
-    n_branches = rng.randint(2, 3)
-    n_merged = rng.randint(1, n_branches - 1)
+def _stretch(h: _History, main: _Line, authors: list[_Author], branches: list[int],
+             first: int) -> None:
+    """A stretch of history from commit ``first`` on: commits on main and on the topic
+    branches named by ``h.spare_words[i]`` for ``i`` in ``branches`` (one or more merged
+    back), and releases (at least one)."""
+    rng, maintainer, tags = h.rng, authors[0], len(h.tags)
+    n_merged = rng.randint(1, len(branches) - 1)
     target = rng.randint(15, 32)
-    pending = list(range(n_branches))
+    pending = list(branches)
     active: list[_Line] = []
     merged = 0
     releases = rng.randint(2, 3)
     while True:
-        total = len(h.commits)
+        total = len(h.commits) - first
         if total >= target and not pending and all(b.todo == 0 for b in active) \
                 and merged >= n_merged:
             break
@@ -368,8 +380,89 @@ def _build(seed: int) -> _History:
         if releases and total > 4 and rng.random() < 0.12:
             _release(h, main, maintainer, annotated=rng.random() < 0.5)
             releases -= 1
-    if not h.tags:
+    if len(h.tags) == tags:
         _release(h, main, maintainer, annotated=True)
+
+
+def _twins(scale: int) -> int:
+    """How many distractor twins a family gets at ``scale`` (none at 1)."""
+    return 0 if scale <= 1 else max(1, scale // 2)
+
+
+def _tips(h: _History) -> dict[str, int]:
+    """Branch -> the mark of its tip."""
+    return {c.ref: c.mark for c in h.commits} | dict(h.aliases)
+
+
+def _second_address(h: _History, authors: list[_Author]) -> _Author:
+    """A non-maintainer author again under another e-mail address (same name and zone)."""
+    a = h.rng.choice(authors[1:] or authors)
+    first, last = a.name.split()[0], a.name.split()[-1]
+    email = a.email
+    while email in {b.email for b in authors}:
+        email = f"{first}.{last}{h.rng.randint(1, 99)}@{h.fake.free_email_domain()}"
+        email = email.lower().replace("'", "")
+    return _Author(a.name, email, a.tz)
+
+
+def _backups(h: _History, scale: int) -> None:
+    """Copies of topic branches under their name and a suffix, at the same tip: never of
+    the branch whose tip is oldest (the copy would tie with it)."""
+    tips = _tips(h)
+    ts = {c.mark: c.ts for c in h.commits}
+    oldest = min(ts[m] for m in tips.values())
+    topics = sorted(b for b, m in tips.items() if b != "main" and ts[m] > oldest)
+    for name in h.rng.sample(topics, min(len(topics), max(1, _twins(scale) // 2))):
+        alias = name + h.rng.choice(["-backup", "-old", "-2"])
+        if alias not in tips:
+            h.aliases.append((alias, tips[name]))
+
+
+def _grow(h: _History, main: _Line, authors: list[_Author], seed: int, scale: int) -> None:
+    """The hard tier's history: stretches like the first one after it, until the commits,
+    branches and tags are each ``scale`` times those of scale 1, drawn from a stream of
+    its own; with distractors (a subject used again by another author, an author under a
+    second address, branch copies under a suffixed name).  Commits stay before 2026."""
+    h.fake.seed_instance(f"{seed}:scale")
+    h.rng = rng = random.Random(f"{seed}:scale")
+    def short() -> bool:
+        have = (len(h.commits), len(_tips(h)), len(h.tags))
+        return any(n < scale * base for n, base in zip(have, first, strict=True))
+
+    first = (len(h.commits), len(_tips(h)), len(h.tags))
+    authors = [*authors, _second_address(h, authors)]
+    h.twins = _twins(scale)
+    budget = int(datetime(2025, 12, 31, tzinfo=UTC).timestamp()) - h.clock
+    mean = budget // (2 * (scale - 1) * len(h.commits))
+    low = max(1, min(25 * 60, mean // 2))
+    h.step = (low, max(120, 2 * mean - low))
+    while short():
+        words: list[str] = []
+        while len(words) < rng.randint(2, 3):
+            word = h.noun()
+            if word not in h.spare_words + words:
+                words.append(word)
+        h.spare_words += words
+        _stretch(h, main, authors, list(range(len(h.spare_words) - len(words),
+                                              len(h.spare_words))), len(h.commits))
+    _backups(h, scale)
+
+
+def _build(seed: int, scale: int = 1) -> _History:
+    fake, rng = _FAKE, random.Random(seed)
+    fake.seed_instance(seed)
+    h = _History(fake, rng)
+    authors = _authors(fake, rng)
+    maintainer = authors[0]
+    main = _Line("main", {}, set())
+    first = _initial_files(h)
+    main.owned = set(first)
+    h.all_paths = set(first)
+    h.commit(main, maintainer, "Initial commit", dict(first))
+    n_branches = rng.randint(2, 3)
+    _stretch(h, main, authors, list(range(n_branches)), 0)
+    if scale > 1:
+        _grow(h, main, authors, seed, scale)
     return h
 
 
@@ -393,6 +486,8 @@ def fast_import_stream(h: _History) -> str:
             out.append(f"D {path}\n" if text is None else f"M 100644 inline {path}\n" + _data(text))
         out.append("\n")
         tips[c.ref] = c.mark
+    for name, mark in h.aliases:
+        out.append(f"reset refs/heads/{name}\nfrom :{mark}\n\n")
     for name, mark, message, ts in h.tags:
         if message is None:
             out.append(f"reset refs/tags/{name}\nfrom :{mark}\n\n")
@@ -403,18 +498,21 @@ def fast_import_stream(h: _History) -> str:
     return "".join(out)
 
 
-def layout(seed: int) -> list[str]:
+def layout(seed: int, scale: int = 1) -> list[str]:
     """The seeded paths without building the history (the planner only needs names)."""
     return [".seed/build.sh", ".seed/history.fi"]
 
 
-def generate(seed: int) -> dict[str, bytes]:
+def generate(seed: int, scale: int = 1) -> dict[str, bytes]:
     """``.seed/build.sh`` and ``.seed/history.fi``; identical bytes for identical seeds.
+
+    ``scale`` > 1 (the hard tier): ``scale`` times the commits, branches and tags, with
+    distractors (see the module docstring); scale 1 is the history it always was.
 
     Dates are absolute (2024-2026), so the bytes and the commit hashes never depend on
     the day the generator runs.
     """
     with _FAKE_LOCK:
-        history = _build(seed)
+        history = _build(seed, scale)
     return {".seed/build.sh": BUILD_SH.encode(),
             ".seed/history.fi": fast_import_stream(history).encode()}

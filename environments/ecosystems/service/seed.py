@@ -5,6 +5,17 @@ request) with 3-6 teams, 8-20 users, 20-60 tickets and their comments, using Fak
 people, companies, versions and prose; plus ``SERVICE.md``, the API reference (the
 server's module docstring) for whoever works in the workspace.  Nothing depends on the
 clock: ids are 1..n and records carry no timestamps.
+
+``generate(seed, scale)``: at ``scale`` > 1 (the hard tier) the tracker holds at least
+``scale`` times the users, tickets and comments of scale 1 (the same teams), drawn after
+the scale-1 records from a stream of their own (``random.Random(f"{seed}:scale")``), so
+scale 1 stays byte for byte what it always was.  Among them are distractors, each
+differing from another record in one property: a ticket filed twice (same title,
+description, team, priority, labels and assignee; another status), a namesake user (same
+name; another team, under an address of their own) and a comment posted twice (same
+ticket and body; another author).  The rules the faults rely on hold at every scale:
+assignees are on their ticket's team, a lead is the lowest id of the team, subtasks are on
+their parent's team, escalated tickets are urgent.
 """
 
 from __future__ import annotations
@@ -121,9 +132,12 @@ def _weighted(rng: random.Random, weights: dict[str, int]) -> str:
     return rng.choices(list(weights), weights=list(weights.values()))[0]
 
 
-def _people(fake: Faker, rng: random.Random, teams: list[dict], n: int) -> list[dict]:
-    domain = fake.domain_name()
-    users, emails = [], set()
+def _people(fake: Faker, rng: random.Random, teams: list[dict], n: int,
+            users: list[dict] | None = None) -> list[dict]:
+    """``users`` (none by default) and new users up to ``n``, all on the company's domain."""
+    users = list(users or [])
+    domain = users[0]["email"].split("@", 1)[1] if users else fake.domain_name()
+    emails = {u["email"] for u in users}
     while len(users) < n:
         first, last = fake.first_name(), fake.last_name()
         email = re.sub(r"[^a-z.]", "", f"{first}.{last}".lower()) + "@" + domain
@@ -138,9 +152,11 @@ def _people(fake: Faker, rng: random.Random, teams: list[dict], n: int) -> list[
 
 
 def _tickets(fake: Faker, rng: random.Random, teams: list[dict], users: list[dict],
-             n: int) -> list[dict]:
+             n: int, tickets: list[dict] | None = None) -> list[dict]:
+    """``tickets`` (none by default) and new tickets up to ``n``, every title unique."""
     members = {t["slug"]: [u["id"] for u in users if u["team"] == t["slug"]] for t in teams}
-    tickets, titles = [], set()
+    tickets = list(tickets or [])
+    titles = {t["title"] for t in tickets}
     while len(tickets) < n:
         title = _fill(rng.choice(TITLES), fake, rng)
         if title in titles:
@@ -166,9 +182,10 @@ def _tickets(fake: Faker, rng: random.Random, teams: list[dict], users: list[dic
     return tickets
 
 
-def _comments(fake: Faker, rng: random.Random, users: list[dict],
-              tickets: list[dict]) -> list[dict]:
-    comments: list[dict] = []
+def _comments(fake: Faker, rng: random.Random, users: list[dict], tickets: list[dict],
+              comments: list[dict] | None = None) -> list[dict]:
+    """``comments`` (none by default) and new ones on about two in five ``tickets``."""
+    comments = list(comments or [])
     for t in rng.sample(tickets, k=len(tickets)):
         if rng.random() > 0.4:
             continue
@@ -181,8 +198,67 @@ def _comments(fake: Faker, rng: random.Random, users: list[dict],
     return comments
 
 
-def build_db(seed: int) -> dict:
-    """The seeded records (the db file's content as a dict)."""
+def _twins(scale: int) -> int:
+    """How many distractor twins a family gets at ``scale`` (none at 1)."""
+    return 0 if scale <= 1 else max(1, scale // 2)
+
+
+def _namesakes(rng: random.Random, db: dict, scale: int) -> None:
+    """Users with another user's name on another team, under an address of their own
+    (``first.last2@...``): a namesake's id is new, so no lead changes."""
+    users, slugs = db["users"], [t["slug"] for t in db["teams"]]
+    emails = {u["email"] for u in users}
+    for u in rng.sample(users, min(len(users), _twins(scale))):
+        local, domain = u["email"].split("@", 1)
+        n, email = 2, u["email"]
+        while email in emails:
+            email, n = f"{local}{n}@{domain}", n + 1
+        emails.add(email)
+        team = rng.choice([s for s in slugs if s != u["team"]] or slugs)
+        users.append({"id": len(users) + 1, "name": u["name"], "email": email, "team": team})
+
+
+def _ticket_twins(rng: random.Random, db: dict, scale: int) -> None:
+    """Tickets filed twice: a top-level ticket's title, description, team, priority,
+    labels and assignee again under a new id, with another status."""
+    tickets = db["tickets"]
+    for t in rng.sample([t for t in tickets if t["parent"] is None], _twins(scale)):
+        status = rng.choice(sorted(set(STATUS_WEIGHTS) - {t["status"]}))
+        tickets.append({**t, "id": len(tickets) + 1, "status": status,
+                        "labels": list(t["labels"])})
+
+
+def _comment_twins(rng: random.Random, db: dict, scale: int) -> None:
+    """Comments posted twice: a comment's ticket and body again under a new id, written by
+    another member of the ticket's team (another user where the team has one member)."""
+    comments, users = db["comments"], db["users"]
+    team = {t["id"]: t["team"] for t in db["tickets"]}
+    for c in rng.sample(comments, min(len(comments), _twins(scale))):
+        others = [u for u in users if u["id"] != c["author"]]
+        mates = [u["id"] for u in others if u["team"] == team[c["ticket"]]]
+        author = rng.choice(mates or [u["id"] for u in others])
+        comments.append({**c, "id": len(comments) + 1, "author": author})
+
+
+def _scaled(seed: int, scale: int, db: dict) -> None:
+    """The hard tier's tracker: users, tickets and comments ``scale`` times as many as at
+    scale 1 (the teams stay), with distractor twins, drawn from a stream of their own."""
+    fake = Faker("en_US")
+    fake.seed_instance(f"{seed}:scale")
+    rng = random.Random(f"{seed}:scale")
+    teams, base = db["teams"], {k: len(v) for k, v in db.items()}
+    db["users"] = _people(fake, rng, teams, scale * base["users"], db["users"])
+    _namesakes(rng, db, scale)
+    db["tickets"] = _tickets(fake, rng, teams, db["users"], scale * base["tickets"], db["tickets"])
+    _ticket_twins(rng, db, scale)
+    while len(db["comments"]) < scale * base["comments"]:
+        db["comments"] = _comments(fake, rng, db["users"], db["tickets"][base["tickets"]:],
+                                   db["comments"])
+    _comment_twins(rng, db, scale)
+
+
+def build_db(seed: int, scale: int = 1) -> dict:
+    """The seeded records (the db file's content as a dict); ``scale`` as :func:`generate`."""
     fake = Faker("en_US")  # one instance per call: safe when candidates seed in parallel
     fake.seed_instance(seed)
     rng = random.Random(seed)
@@ -194,7 +270,10 @@ def build_db(seed: int) -> dict:
         t["lead"] = min(u["id"] for u in users if u["team"] == t["slug"])
     tickets = _tickets(fake, rng, teams, users, rng.randint(20, 60))
     comments = _comments(fake, rng, users, tickets)
-    return {"comments": comments, "teams": teams, "tickets": tickets, "users": users}
+    db = {"comments": comments, "teams": teams, "tickets": tickets, "users": users}
+    if scale > 1:
+        _scaled(seed, scale, db)
+    return db
 
 
 @functools.cache
@@ -204,15 +283,18 @@ def _doc() -> str:
             f"{api_reference()}\n```\n")
 
 
-def generate(seed: int) -> dict[str, bytes]:
-    """The seeded workspace as ``{relative path: bytes}``; identical for identical seeds."""
-    db = build_db(seed)
+def generate(seed: int, scale: int = 1) -> dict[str, bytes]:
+    """The seeded workspace as ``{relative path: bytes}``; identical for identical seeds.
+
+    ``scale`` > 1 (the hard tier): ``scale`` times the users, tickets and comments, with
+    distractor twins (see the module docstring); scale 1 is the tracker as it always was."""
+    db = build_db(seed, scale)
     return {
         DB_PATH: (json.dumps(db, indent=1, sort_keys=True) + "\n").encode(),
         DOC_PATH: _doc().encode(),
     }
 
 
-def layout(seed: int) -> list[str]:
-    """The seeded paths (the same for every seed), without generating any content."""
+def layout(seed: int, scale: int = 1) -> list[str]:
+    """The seeded paths (the same for every seed and scale), without generating any content."""
     return sorted([DB_PATH, DOC_PATH])
