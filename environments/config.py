@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from environments.sandbox import SandboxUnavailableError
+from environments.sandbox import DEFAULT_OUTPUT_CAP, SandboxUnavailableError
 
 if TYPE_CHECKING:
     from environments.ecosystems import Ecosystem
@@ -29,7 +29,7 @@ class BackendConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     type: str
-    output_cap_bytes: int = Field(default=2**20, gt=0)
+    output_cap_bytes: int = Field(default=DEFAULT_OUTPUT_CAP, gt=0)
     """Each of a command's streams keeps only its last this many bytes."""
 
     runs: ClassVar[Literal["docker", "local"]]

@@ -25,7 +25,9 @@ from typing import Protocol, Self
 
 from pydantic import BaseModel, ConfigDict
 
-DEFAULT_OUTPUT_CAP = 2**20
+DEFAULT_OUTPUT_CAP = 8 * 2**20
+"""A stream's bytes kept per command by default: a probe of the hard tier's states (ten
+times the entries) prints about 1 MB of JSON, a stack's more."""
 DEFAULT_READ_MAX = 10 * 2**20
 TIMEOUT_EXIT_CODE = 124
 

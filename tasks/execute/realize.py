@@ -137,6 +137,10 @@ def probe(sandbox: Sandbox, eco: Ecosystem) -> dict:
     if result.exit_code != 0:
         raise StageFailure("verify", "environment",
                            f"probe failed: {result.stderr.strip()[-200:]}")
+    if result.truncated:
+        raise StageFailure("verify", "environment",
+                           "the probe printed more than the sandbox keeps of a command's "
+                           "output (output_cap_bytes); raise it in the backend config")
     return json.loads(result.stdout)
 
 

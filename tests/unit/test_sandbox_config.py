@@ -30,10 +30,10 @@ def test_parsing_by_type() -> None:
     assert d.image == "taskfactory/base:bookworm" and d.network_mode == "none"
     assert d.cap_drop == ["ALL"] and d.security_opt == ["no-new-privileges"]
     assert (d.pids_limit, d.user, d.workdir, d.init, d.output_cap_bytes) == (
-        256, "1000:1000", "/workspace", True, 2**20)  # fmt: skip
+        256, "1000:1000", "/workspace", True, 8 * 2**20)  # fmt: skip
     loc = parse_backend({"type": "local", "cpu_seconds": 5})
     assert isinstance(loc, LocalConfig) and loc.cpu_seconds == 5
-    assert (loc.memory_mb, loc.max_file_mb, loc.output_cap_bytes) == (1024, 64, 2**20)
+    assert (loc.memory_mb, loc.max_file_mb, loc.output_cap_bytes) == (1024, 64, 8 * 2**20)
     assert parse_backend(d.model_dump()) == d  # round trip
     assert parse_backend(loc.model_dump()) == loc
 
