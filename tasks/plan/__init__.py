@@ -5,10 +5,11 @@
   and the candidates of a run (:func:`~tasks.plan.planner.plan_candidates`);
 - ``shapes``: :class:`~tasks.plan.shapes.GraphBuilder`, which grows one graph of a shape
   and assigns tools by semantic type;
+- ``lookups``: the looked-up values of a graph, and how many an ecosystem's tools allow;
 - ``layout``: the seeded paths a reconstruct program is written against;
 - ``diversity``: how diverse a planned batch is (``taskfactory plan``).
 
 Imports nothing else of ``tasks/``.
 """
 
-__all__ = ["diversity", "layout", "mix", "planner", "shapes"]
+__all__ = ["diversity", "layout", "lookups", "mix", "planner", "shapes"]
