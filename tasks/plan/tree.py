@@ -23,12 +23,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from schemas.ecosystem import Param, ToolSpec, binds
-from tasks.plan.shapes import GraphBuilder
+from tasks.plan.shapes import GraphBuilder, in_place
 
 TREE_TRIES = 24
 """Trees drawn for one graph before the planner gives up on its seed."""
 WRITE_SINK_SHARE = 0.9
 """Chance that the sink is a write when writes and reads can both take the values."""
+FEED_TRIES = 3
+"""Producers a draw tries for one input before it gives up on the tree."""
+KEEP_BEST_OF = 3
+"""Trees drawn that hold the lookups, of which the planner keeps the one with most steps."""
+FILL_SHARE = 0.5
+"""Chance that an input the state could give, and no lookup need feed, is fed by a step of
+its own where the tree has room (a ticket labelled before it is assigned)."""
 NONE = -1_000
 """The potential of a sub-tree that cannot be built within its steps."""
 
@@ -138,9 +145,12 @@ class _Draw:
             spare = left - sum(0 if self.pot.from_state(tool, r.name) else 1
                                for r in params[i + 1:])
             want = need if last else self.b.rng.randint(min(need, 1), need)
-            if want == 0 and self.pot.from_state(tool, p.name):
+            if want == 0 and self.pot.from_state(tool, p.name) and (
+                    spare < 1 or self.b.rng.random() >= FILL_SHARE):
                 continue
             node = self.feed(tool, p.name, want, spare)
+            if node is None and want == 0 and self.pot.from_state(tool, p.name):
+                continue
             if node is None:
                 return None
             inputs.append((p.name, node))
@@ -153,16 +163,37 @@ class _Draw:
                    if q.name not in self.used and self.pot.producer(q, steps) >= need]
         if need:  # the lookups first, when one can take the value straight from the state
             options = [q for q in options if q.observes_value] or options
-        if not options:
-            return None
-        q = self.b.rng.choices(options, weights=[self.b.weight(q.name) for q in options])[0]
-        return self.grow(q, max(0, need - q.observes_value), steps)
+        for _ in range(FEED_TRIES):
+            if not options:
+                return None
+            q = self.b.rng.choices(options, weights=[self.b.weight(q.name) for q in options])[0]
+            options.remove(q)
+            before = set(self.used)
+            node = self.grow(q, max(0, need - q.observes_value), steps)
+            if node is not None and not (tool.returns.from_param == pname and in_place(tool)
+                                         and settled(node) & set(tool.returns.changes)):
+                return node
+            self.used = before
+        return None
+
+
+def settled(node: Node) -> frozenset[str]:
+    """The fields of the entry ``node``'s step puts out that the task has set by then: the
+    builder's :attr:`~tasks.plan.shapes.GraphBuilder.settled`, known before the steps are
+    added (an in-place write that would set one again is not bound to it)."""
+    t = node.tool
+    if t.creates or (t.effect == "write" and not in_place(t) and t.returns.from_param):
+        return frozenset(t.returns.settles) | {p.name for p in t.params}
+    if not in_place(t):
+        return frozenset()
+    below = dict(node.inputs).get(t.returns.from_param or "")
+    return (settled(below) if below else frozenset()) | set(t.returns.changes)
 
 
 def draw_tree(b: GraphBuilder, need: int, steps: int) -> Node | None:
-    """A tree of at most ``steps`` steps holding ``need`` looked-up values, or None.  Its
-    sink is a write with probability :data:`WRITE_SINK_SHARE` when a write can end such a
-    tree, else any tool that can."""
+    """A tree of at most ``steps`` steps holding ``need`` looked-up values, or None: the
+    largest of :data:`KEEP_BEST_OF` drawn.  Its sink is a write with probability
+    :data:`WRITE_SINK_SHARE` when a write can end such a tree, else any tool that can."""
     pot = _Potential(b)
     used = b.used()
     fit = [t for t in b.tools if t.name not in used and not t.related_inputs and typed(t)
@@ -170,13 +201,17 @@ def draw_tree(b: GraphBuilder, need: int, steps: int) -> Node | None:
     writes = [t for t in fit if t.effect == "write"]
     if not fit:
         return None
+    drawn: list[Node] = []
     for _ in range(TREE_TRIES):
         sinks = writes if writes and b.rng.random() < WRITE_SINK_SHARE else fit
         sink = b.rng.choices(sinks, weights=[b.weight(t.name) for t in sinks])[0]
         tree = _Draw(b, pot).grow(sink, need, steps)
         if tree is not None and tree.lookups >= need and tree.size <= steps:
-            return tree
-    return None
+            drawn.append(tree)
+            if len(drawn) == KEEP_BEST_OF:
+                break
+    # the deepest: a write's tree counts a step more, for the chain that may follow it
+    return max(drawn, key=lambda t: t.size + (t.tool.effect == "write"), default=None)
 
 
 def add_tree(b: GraphBuilder, node: Node) -> str | None:
