@@ -96,8 +96,9 @@ class Ecosystem:
     members: tuple[Ecosystem, ...] = ()
     """A stack's ecosystems (:mod:`environments.ecosystems.stack`); empty for one alone."""
     scales: bool = False
-    """The seed function takes ``scale`` (``generate(seed, scale=1)``): the entries
-    multiplied, for the hard tier's larger states (a stack: every member's does)."""
+    """The seed function (and ``layout``, where the module has one) takes ``scale``
+    (``generate(seed, scale=1)``): the entries multiplied, for the hard tier's larger
+    states (a stack: every member's does)."""
 
     def crosses(self, tools: Iterable[str]) -> bool:
         """``tools`` use two or more of a stack's members (a tool of the stack's own, which
@@ -136,8 +137,8 @@ class Ecosystem:
         unscaled = next(m for m in self.parts if not m.scales)
         raise EcosystemError(
             f"{unscaled.folder / unscaled.spec.seed.module}: {unscaled.spec.seed.function}"
-            f"(seed) takes no 'scale', so ecosystem {unscaled.name!r} cannot seed the larger "
-            "states of --difficulty hard; give it a 'scale: int = 1' parameter "
+            f"(seed) (or layout) takes no 'scale', so ecosystem {unscaled.name!r} cannot seed "
+            "the larger states of --difficulty hard; give both a 'scale: int = 1' parameter "
             "(docs/ecosystem-reference.md, the seed module) or use another difficulty")
 
     def seed_state(self, seed: int, fault: str | None = None, scale: int = 1
@@ -152,9 +153,10 @@ class Ecosystem:
 
     def state_paths(self, seed: int, scale: int = 1) -> list[str]:
         """The seeded file paths at ``scale``, cheaply when the seed module defines
-        ``layout(seed)`` and ``scale`` is 1."""
-        if self.layout_fn is not None and scale == 1:
-            return self.layout_fn(seed)
+        ``layout(seed)`` (``layout(seed, scale=...)`` where it scales)."""
+        self.check_scale(scale)
+        if self.layout_fn is not None:
+            return self.layout_fn(seed) if scale == 1 else self.layout_fn(seed, scale=scale)
         return sorted(_seeded(self, seed, scale))
 
     def state_type(self, path: str) -> str | None:
@@ -400,7 +402,8 @@ def _load(folder: Path) -> Ecosystem:
         if f.suffix in (".py", ".yaml", ".yml") and f.is_file() and not f.is_symlink():
             digest.update(f.name.encode() + b"\0" + f.read_bytes())
     seed = functions["seed"]
-    scales = contract.accepts(shapes["seed"][spec.seed.function] or [], 1, ("scale",))
+    scales = all(contract.accepts(shape or [], 1, ("scale",)) for name, shape
+                 in shapes["seed"].items() if name in (spec.seed.function, "layout"))
     return Ecosystem(spec, folder, seed[spec.seed.function], functions.get("samplers", {}),
                      probe_source, digest.hexdigest()[:16], seed.get("layout"),
                      seed.get("provide"), cast(contract.ShortcutModule | None, shortcuts),

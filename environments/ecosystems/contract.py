@@ -56,7 +56,7 @@ class Generate(Protocol):
 
 
 class Layout(Protocol):
-    def __call__(self, seed: int, /) -> list[str]: ...
+    def __call__(self, seed: int, /, **scale: int) -> list[str]: ...
 
 
 class Provide(Protocol):

@@ -33,6 +33,7 @@ from schemas.ecosystem import EcosystemSpec, StackSpec
 
 if TYPE_CHECKING:
     from environments.ecosystems import Ecosystem
+    from environments.ecosystems.contract import Layout
 
 JOIN = "+"
 STASH = ".stack-seed"
@@ -70,7 +71,7 @@ def compose(members: Sequence[Ecosystem], extras: StackSpec | None = None) -> Ec
         ordered[0], spec=spec, folder=ordered[0].folder, seed_fn=_seed(ordered),
         samplers=_samplers(ordered), probe_source=_probe(ordered),
         digest=digest.hexdigest()[:16],
-        layout_fn=lambda seed: sorted({p for m in ordered for p in m.state_paths(seed)}),
+        layout_fn=_layout(ordered),
         provide_fn=_provide(ordered), shortcut_hooks=_shortcuts(ordered),
         plants={_plant_name(m, p): f for m in ordered for p, f in m.plants.items()},
         members=tuple(ordered), scales=all(m.scales for m in ordered))
@@ -177,6 +178,12 @@ def _seed(members: list[Ecosystem]) -> Callable[..., dict[str, bytes]]:
                 files[path], owner[path] = data, m.name
         return files
     return generate
+
+
+def _layout(members: list[Ecosystem]) -> Layout:
+    def layout(seed: int, /, **scale: int) -> list[str]:
+        return sorted({p for m in members for p in m.state_paths(seed, scale.get("scale", 1))})
+    return layout
 
 
 def _samplers(members: list[Ecosystem]) -> dict[str, Any]:

@@ -184,15 +184,19 @@ def _check_mix(settings, ecos: list) -> list[str]:  # noqa: ANN001
     one line naming what to add (UsageError); one asked where possible is a note, returned
     for :func:`_tell`."""
     from environments.ecosystems import EcosystemError
+    from tasks.plan.lookups import lookup_gap
     from tasks.plan.mix import downgraded, unavailable
     from tasks.plan.tiers import TIER_RULES
 
     notes = []
     for eco in ecos:
+        rules = TIER_RULES[settings.difficulty]
         try:
-            eco.check_scale(TIER_RULES[settings.difficulty].scale)
+            eco.check_scale(rules.scale)
         except EcosystemError as exc:
             raise UsageError(str(exc)) from None
+        if rules.min_lookups and (gap := lookup_gap(eco, rules.min_lookups)):
+            raise UsageError(gap)
         gaps = unavailable(eco, settings.kinds, settings.where_possible,
                            getattr(settings, "require_observation", False))
         if gaps:

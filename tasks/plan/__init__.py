@@ -5,6 +5,8 @@
   and the candidates of a run (:func:`~tasks.plan.planner.plan_candidates`);
 - ``shapes``: :class:`~tasks.plan.shapes.GraphBuilder`, which grows one graph of a shape
   and assigns tools by semantic type;
+- ``tree``: the lookup tree, a graph whose looked-up values meet in one piece of work;
+- ``lookups``: the looked-up values of a graph, and how many an ecosystem's tools allow;
 - ``layout``: the seeded paths a reconstruct program is written against;
 - ``diversity``: how diverse a planned batch is (``taskfactory plan``);
 - ``tiers``: what each ``--difficulty`` asks of the planner, the seed and the gate.
@@ -12,4 +14,4 @@
 Imports nothing else of ``tasks/``.
 """
 
-__all__ = ["diversity", "layout", "mix", "planner", "shapes", "tiers"]
+__all__ = ["diversity", "layout", "lookups", "mix", "planner", "shapes", "tiers", "tree"]

@@ -30,13 +30,14 @@ from __future__ import annotations
 import hashlib
 import random
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from environments.ecosystems import Ecosystem
 from schemas.ecosystem import Scenario
 from schemas.graph import Candidate, TaskKind, Tier, WorkflowGraph
 from tasks.plan.layout import CASES_HIDDEN, CASES_PUBLIC, layout_shared
+from tasks.plan.lookups import looked_up, lookup_capacity, lookup_gap
 from tasks.plan.mix import (
     DEFAULT_KINDS,
     OFF_SCENARIO_SHARE,
@@ -48,6 +49,7 @@ from tasks.plan.mix import (
 )
 from tasks.plan.shapes import LOOKUP_SHARE, SHAPES, GraphBuilder, chain, fix_chain
 from tasks.plan.tiers import TIER_RULES
+from tasks.plan.tree import lookup_tree
 
 MAX_REPLANS = 40
 OUTSIDE_REPLANS = 15
@@ -119,8 +121,8 @@ def drawn_depth(seed: int, depth_weights: dict[int, float] | None = None,
 
 def plan_graph(eco: Ecosystem, seed: int, depth_weights: dict[int, float] | None = None,
                usage: Counter[str] | None = None, fault: str | None = None,
-               scenario: str | None = None, lookup: bool | None = None, scale: int = 1
-               ) -> WorkflowGraph:
+               scenario: str | None = None, lookup: bool | None = None,
+               min_lookups: int = 0, scale: int = 1) -> WorkflowGraph:
     """One graph over the state seeded with ``seed``; depth drawn from ``depth_weights``.
     With ``fault``, a fix graph: that injector's repair steps, then a short chain
     (:data:`FIX_DEPTH_WEIGHTS`).  With ``scenario``, the graph grows with that scenario's
@@ -129,7 +131,9 @@ def plan_graph(eco: Ecosystem, seed: int, depth_weights: dict[int, float] | None
 
     ``usage`` (tool name -> uses so far in the run) makes rarely used tools likelier;
     ``lookup`` says whether the graph starts with a lookup where one can (None: with
-    probability :data:`LOOKUP_SHARE`); ``scale`` is the seed's (the state values bound)."""
+    probability :data:`LOOKUP_SHARE`).  With ``min_lookups`` (a build graph), the graph
+    holds that many looked-up values that meet in one piece of work
+    (:func:`tasks.plan.tree.lookup_tree`), or ``PlanningError``; ``scale`` is the seed's."""
     rng = random.Random(seed)
     depth = _draw_depth(rng, depth_weights)
     shape = rng.choices(list(SHAPE_WEIGHTS), weights=list(SHAPE_WEIGHTS.values()))[0]
@@ -149,6 +153,8 @@ def plan_graph(eco: Ecosystem, seed: int, depth_weights: dict[int, float] | None
         fix_chain(b, spec.repair, drawn_depth(seed, fix_steps=len(spec.repair)), spec.report)
         return WorkflowGraph(ecosystem=eco.name, shape="chain", steps=b.steps, fault=fault,
                              scenario=scenario)
+    if min_lookups:
+        return _observing(eco, story, builder, depth, min_lookups)
     for attempt in range(FIT_TRIES if story or eco.members else 1):
         salt = "" if attempt == 0 else f":{attempt}"
         if shape in SHAPES:
@@ -167,6 +173,23 @@ def plan_graph(eco: Ecosystem, seed: int, depth_weights: dict[int, float] | None
                         "seeded state")
 
 
+def _observing(eco: Ecosystem, story: Scenario | None, builder: Callable[[str], GraphBuilder],
+               depth: int, need: int) -> WorkflowGraph:
+    """A graph of ``need`` looked-up values or more (:func:`lookup_tree`) that fits the
+    scenario or crosses the stack (:func:`_fits`), from up to :data:`FIT_TRIES` builders."""
+    where = f"scenario {story.name!r}" if story else f"ecosystem {eco.name!r}"
+    if lookup_capacity(eco, dict(story.tools) if story else None) < need:
+        raise PlanningError(f"the tools of {where} give fewer than {need} looked-up values")
+    for attempt in range(FIT_TRIES):
+        b = builder(f"lookups:{attempt}")
+        if lookup_tree(b, depth, need) and looked_up(eco, b.steps) >= need \
+                and _fits(eco, story, b):
+            joins = any(sum(x.kind == "step" for x in s.bind.values()) > 1 for s in b.steps)
+            return WorkflowGraph(ecosystem=eco.name, shape="fan_in" if joins else "chain",
+                                 steps=b.steps, scenario=story.name if story else None)
+    raise PlanningError(f"{where} makes no graph of {need} looked-up values from this seed")
+
+
 def _fits(eco: Ecosystem, story: Scenario | None, b: GraphBuilder) -> bool:
     """The graph does the work one of the scenario's motivations promises; in a stack, it
     crosses the stack's members (outside a scenario, or in one whose recipe crosses them:
@@ -181,7 +204,8 @@ def iter_candidates(eco: Ecosystem, n: int, run_seed: int,
                     depth_weights: dict[int, float] | None = None,
                     kinds: dict[TaskKind, float] | None = None,
                     off_scenario: float = OFF_SCENARIO_SHARE,
-                    indices: Sequence[int] | None = None, tier: Tier = "medium"
+                    indices: Sequence[int] | None = None, tier: Tier = "medium",
+                    min_lookups: int | None = None
                     ) -> Iterator[tuple[Candidate, int]]:
     """``n`` candidates with distinct fingerprints, one at a time, each with the number of
     duplicate fingerprints re-planned before it (bounded by :data:`MAX_REPLANS`); their
@@ -198,10 +222,9 @@ def iter_candidates(eco: Ecosystem, n: int, run_seed: int,
     ``indices`` are the candidates' indices in the run (default ``range(n)``): every draw
     of a candidate is keyed by the run seed and that index, so the ecosystems of one run
     (each planned with its own stride of indices) draw independently of each other.
-    ``tier`` (:mod:`tasks.plan.tiers`): the seed's scale, depths where none are given, kinds."""
+    ``tier`` and ``min_lookups``: see :func:`_tier`."""
     rules = TIER_RULES[tier]
-    depth_weights = depth_weights or rules.depth_weights
-    kinds = rules.kinds or kinds
+    depth_weights, kinds, need = _tier(eco, tier, depth_weights, kinds, min_lookups)
     seen: set[str] = set()
     usage: Counter[str] = Counter()
     faults_used: Counter[str] = Counter()
@@ -215,7 +238,7 @@ def iter_candidates(eco: Ecosystem, n: int, run_seed: int,
         # drawn once, so that re-plans do not favour the commoner graphs without a lookup
         lookup = random.Random(f"taskfactory:lookup:{run_seed}:{index}").random() < LOOKUP_SHARE
         graph, seed, dupes = _distinct(eco, run_seed, index, seen, _Draw(
-            depth_weights, usage, fault, scenarios, lookup, reconstruct, rules.scale))
+            depth_weights, usage, fault, scenarios, lookup, reconstruct, need, rules.scale))
         tried: set[str] = set()
         while fault and (not plantable(eco, seed, fault, rules.scale)  # no place for the defect
                          or graph.fingerprint() in seen):  # this fix is planned already
@@ -227,7 +250,7 @@ def iter_candidates(eco: Ecosystem, n: int, run_seed: int,
             kept = (draw_scenarios(eco, index, run_seed, fault, off_scenario, scenarios_used)
                     if fault else [graph.scenario] if graph.scenario else [])
             graph, seed, more = _distinct(eco, run_seed, index, seen, _Draw(
-                depth_weights, usage, fault, kept, lookup, reconstruct, rules.scale))
+                depth_weights, usage, fault, kept, lookup, reconstruct, need, rules.scale))
             dupes += more
         seen.add(graph.fingerprint())
         usage.update(s.tool for s in graph.steps)
@@ -249,7 +272,18 @@ class _Draw:
     scenarios: list[str]
     lookup: bool
     reconstruct: bool
+    min_lookups: int = 0
     scale: int = 1
+
+    @property
+    def need(self) -> int:
+        """The looked-up values the graph needs (a fix graph: none asked)."""
+        return 0 if self.fault else self.min_lookups
+
+    def scenarios_for(self, eco: Ecosystem, names: list[str]) -> list[str]:
+        """Of scenarios ``names``, those whose tools can give the looked-up values asked."""
+        return [n for n in names if not self.need
+                or lookup_capacity(eco, dict(eco.spec.scenario(n).tools)) >= self.need]
 
 
 def _distinct(eco: Ecosystem, run_seed: int, index: int, seen: set[str], draw: _Draw
@@ -258,7 +292,7 @@ def _distinct(eco: Ecosystem, run_seed: int, index: int, seen: set[str], draw: _
     :data:`MAX_REPLANS` seeds, round the scenarios, the last :data:`OUTSIDE_REPLANS`
     outside any; the last one planned when every one repeats a fingerprint of ``seen``."""
     dupes = 0
-    scenarios = draw.scenarios
+    scenarios = draw.scenarios_for(eco, draw.scenarios)
     graph: WorkflowGraph | None = None
     for attempt in range(MAX_REPLANS):
         seed = candidate_seed(run_seed, index * 1000 + attempt)
@@ -267,12 +301,13 @@ def _distinct(eco: Ecosystem, run_seed: int, index: int, seen: set[str], draw: _
         starts = False if draw.reconstruct else draw.lookup if inside or not scenarios else None
         try:
             graph = plan_graph(eco, seed, draw.depth_weights, draw.usage, draw.fault, scenario,
-                               starts, draw.scale)
+                               starts, draw.need, draw.scale)
         except PlanningError:
-            if scenario is None and not eco.members:
+            if scenario is None and not eco.members and not draw.need:
                 raise
             if scenario is None:  # no graph across the stack outside its scenarios: inside
-                scenarios = scenarios or [sc.name for sc in eco.spec.scenarios]
+                scenarios = scenarios or draw.scenarios_for(
+                    eco, [sc.name for sc in eco.spec.scenarios])
             continue  # no story of the scenario here: another seed, or scenario
         if draw.reconstruct:
             graph = graph.model_copy(update={"reconstruct": True})
@@ -282,18 +317,35 @@ def _distinct(eco: Ecosystem, run_seed: int, index: int, seen: set[str], draw: _
             break
         dupes += 1
     if graph is None:
-        raise PlanningError(f"no graph of {eco.name!r} crosses its members from the seeds of "
-                            f"candidate {index}")
+        raise PlanningError(f"no graph of {eco.name!r} " + (
+            f"with {draw.need} looked-up values" if draw.need else "crosses its members")
+            + f" from the seeds of candidate {index}")
     return graph, seed, dupes
+
+
+def _tier(eco: Ecosystem, tier: Tier, depth_weights: dict[int, float] | None,
+          kinds: dict[TaskKind, float] | None, min_lookups: int | None
+          ) -> tuple[dict[int, float] | None, dict[TaskKind, float] | None, int]:
+    """The depths, kinds and looked-up values per build graph of a run at ``tier``
+    (:mod:`tasks.plan.tiers`): the tier's depths where none are given, its kinds where it
+    has its own, its looked-up values unless ``min_lookups`` says otherwise.  Build graphs
+    that need looked-up values are planned in the scenarios whose tools can give them, else
+    outside any; ``PlanningError`` at once where the ecosystem's tools cannot
+    (:func:`lookup_gap`)."""
+    rules = TIER_RULES[tier]
+    need = rules.min_lookups if min_lookups is None else min_lookups
+    if need and (gap := lookup_gap(eco, need)):
+        raise PlanningError(gap)
+    return depth_weights or rules.depth_weights, rules.kinds or kinds, need
 
 
 def plan_candidates(eco: Ecosystem, n: int, run_seed: int,
                     depth_weights: dict[int, float] | None = None,
                     kinds: dict[TaskKind, float] | None = None,
-                    off_scenario: float = OFF_SCENARIO_SHARE, tier: Tier = "medium"
-                    ) -> tuple[list[Candidate], PlanStats]:
+                    off_scenario: float = OFF_SCENARIO_SHARE, tier: Tier = "medium",
+                    min_lookups: int | None = None) -> tuple[list[Candidate], PlanStats]:
     """:func:`iter_candidates` as a list, with the run's planning stats."""
     planned = list(iter_candidates(eco, n, run_seed, depth_weights, kinds, off_scenario,
-                                   tier=tier))
+                                   tier=tier, min_lookups=min_lookups))
     return [c for c, _ in planned], PlanStats(planned=len(planned),
                                               duplicates_replanned=sum(d for _, d in planned))

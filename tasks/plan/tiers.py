@@ -22,6 +22,8 @@ HARD_SCALE = 10
 """The hard tier's seed scale: every family of seeded entries ten times as many."""
 HARD_MIN_LOOKUPS = 3
 """Looked-up values a hard graph holds at least (:func:`tasks.plan.lookups.looked_up`)."""
+HARD_DEPTH_WEIGHTS: dict[int, float] = {6: 1, 7: 2, 8: 1}
+"""Depths of a hard graph: its looked-up values and the work they feed."""
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ class TierRules:
 TIER_RULES: dict[Tier, TierRules] = {
     "easy": TierRules(1, {1: 1, 2: 2, 3: 2}, 0, None, False),
     "medium": TierRules(1, None, 0, None, False),
-    "hard": TierRules(HARD_SCALE, {6: 1, 7: 2, 8: 1}, HARD_MIN_LOOKUPS, {"build": 1.0}, True),
+    "hard": TierRules(HARD_SCALE, HARD_DEPTH_WEIGHTS, HARD_MIN_LOOKUPS, {"build": 1.0}, True),
 }
 
 

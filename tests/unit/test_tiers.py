@@ -67,8 +67,8 @@ def test_a_seed_without_scale_cannot_make_the_hard_tier(tmp_path):
     eco = load_ecosystem(INVENTORY)
     assert not eco.scales
     assert eco.seed_state(1) == eco.seed_state(1, scale=1)
-    with pytest.raises(EcosystemError, match=r"inventory/seed\.py: generate\(seed\) takes no "
-                                             r"'scale'.*give it a 'scale: int = 1' parameter"):
+    with pytest.raises(EcosystemError, match=r"inventory/seed\.py: generate\(seed\) \(or layout\) "
+                                             r"takes no 'scale'.*give both a 'scale: int = 1'"):
         eco.seed_state(1, scale=HARD_SCALE)
     for command in (["plan", "--ecosystem", INVENTORY, "--n", "5"],
                     ["run", "--ecosystem", INVENTORY, "--tasks", "2",

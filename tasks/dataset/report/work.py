@@ -5,10 +5,10 @@ and the share that needs observation.
 
 A *looked-up value* is a value a read step prints that a later step takes (the customer
 with the most orders, the branch with the oldest tip): the solver must find it before it
-can act.  Reads are known from the ecosystem's spec, so only built-in ecosystems and stacks
-of them are counted (``-`` for a user's).  The seeded state is the number of entries the
-verifier checks stay as they are (``unchanged`` checks).  Imports neither Prefect nor
-Docker.
+can act (counted as the planner counts them, :func:`tasks.plan.lookups.looked_up`).  Reads
+are known from the ecosystem's spec, so only built-in ecosystems and stacks of them are
+counted (``-`` for a user's).  The seeded state is the number of entries the verifier
+checks stay as they are (``unchanged`` checks).  Imports neither Prefect nor Docker.
 """
 
 from __future__ import annotations
@@ -21,20 +21,13 @@ import duckdb
 
 from environments.ecosystems import Ecosystem, builtin_named
 from tasks.dataset.report.compositions import stream_rows
+from tasks.plan.lookups import looked_up
 
 COLUMNS = ["ecosystem", "kind", "tier", "tasks", "median steps", "median looked-up values",
            "median turns", "median seeded entries", "need observation %"]
 NOTE = ("A looked-up value is one a read step prints and a later step takes (the solver "
         "finds it before it acts; built-in ecosystems only).  Turns: the messages of the "
         "task's trajectories; seeded entries: those the verifier checks stay as they are.")
-
-
-def looked_up(eco: Ecosystem, graph: dict) -> int:
-    """How many values of ``graph`` a read step prints and a later step takes."""
-    reads = {s["id"] for s in graph.get("steps", [])
-             if eco.spec.tool(s["tool"]).effect == "read"}
-    return len({b["step"] for s in graph.get("steps", []) for b in s.get("bind", {}).values()
-                if b.get("kind") == "step" and b.get("step") in reads})
 
 
 def work_rows(con: duckdb.DuckDBPyConnection) -> list[list[object]]:
