@@ -329,3 +329,27 @@ def test_latest_release_in_the_history_of_a_ref(repo):
         found += 1
     assert found and missing  # both cases were seen
 
+
+def test_merge_into_a_branch_that_tracks_an_untracked_file(repo):
+    """A branch whose commit adds a file the workspace holds untracked (as a stack's
+    commit_file makes it): the merge must not need a checkout of that branch here."""
+    g = samplers._Repo(repo.reset())
+    side = next(n for n in sorted(g.branches) if n != "main"
+                and g.branches[n] not in g.ancestors(g.branches["main"]))
+    made = repo.sb.exec(["bash", "-c",
+                         "mkdir -p logs && printf 'worker died\\n' > logs/app.log"
+                         " && blob=$(git hash-object -w -- logs/app.log)"
+                         " && export GIT_INDEX_FILE=$(mktemp -u) && git read-tree main"
+                         " && git update-index --add --cacheinfo 100644 $blob logs/app.log"
+                         " && git branch evidence/add $(git commit-tree $(git write-tree)"
+                         " -p main -m 'Add evidence') && rm -f $GIT_INDEX_FILE"])
+    assert made.exit_code == 0, made.stderr
+    repo.tool("create_branch", name="work/a", start=side)
+    base = repo.state()["branches"]["evidence/add"]
+    repo.tool("merge_into", source="work/a", target="evidence/add")
+    tip = _tip(repo, "evidence/add")
+    assert tip["parents"] == [base, g.branches[side]]
+    assert tip["subject"] == "Merge branch 'work/a' into evidence/add"
+    assert repo.git("status", "--porcelain") == "?? logs/\n"
+    assert repo.git("symbolic-ref", "--short", "HEAD").strip() == "main"
+    assert repo.git("worktree", "list", "--porcelain").count("worktree ") == 1
