@@ -14,7 +14,7 @@ import pytest
 from environments.docker.config import DockerConfig
 from flows.run.candidate import build_candidate, ecosystem
 from flows.run.providers import close_run, provider_for
-from tasks.core.commands import render_command
+from tasks.core.commands import render_command, render_shell
 from tasks.execute.realize import probe, realize
 from tasks.plan.planner import plan_candidates
 
@@ -271,3 +271,85 @@ def test_read_tools_that_compare_two_refs(repo):
     assert f"{files} file" in shortstat and files > 0
     assert (f"{added} insertion" in shortstat) == (added > 0)
     assert (f"{deleted} deletion" in shortstat) == (deleted > 0)
+
+
+# ---- chained lookups ----------------------------------------------------------------------
+def _check(repo: Repo, tool: str, **args: str) -> int:
+    """The exit status of ``tool``'s ambiguity check with these arguments."""
+    check = ECO.spec.tool(tool).ambiguity_check
+    assert check
+    return repo.sb.exec(["bash", "-c", render_shell(check, args)], timeout=30).exit_code
+
+
+def _version(tag: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in tag[1:].split("."))
+
+
+def test_newest_commit_touching_on_branches_and_tags(repo):
+    g = samplers._Repo(repo.reset())
+    refs = sorted(g.branches) + sorted(g.tags)
+    for ref in refs:
+        tip = g.resolve(ref)
+        path = repo.sample("ref_path", ref=ref)
+        # the seeded merges take their branch's files as they are (the branch commit is the
+        # change git log shows), so the newest plain commit touching the path is the answer
+        touching = [c for c in g.touching(tip, path) if g.plain(c) or not g.commits[c]["parents"]]
+        when = {c: int(repo.git("show", "-s", "--format=%ct", c)) for c in touching}
+        expected = max(touching, key=lambda c: when[c])
+        assert repo.tool("newest_commit_touching", ref=ref, path=path).strip() == expected[:12]
+        assert _check(repo, "newest_commit_touching", ref=ref, path=path) == 0
+
+
+def test_newest_commit_touching_refuses_a_tie(repo):
+    repo.reset()
+    repo.tool("create_branch", name="work/tie", start="main")
+    same = "GIT_COMMITTER_DATE='2026-01-01T12:00:00+0000'"
+    for line in ("one", "two"):
+        done = repo.sb.exec(["bash", "-c", f"git switch -q work/tie && echo {line} >> README.md"
+                             f" && {same} git commit -q -am {line} && git switch -q -"])
+        assert done.exit_code == 0, done.stderr
+    assert _check(repo, "newest_commit_touching", ref="work/tie", path="README.md") != 0
+    assert _check(repo, "newest_commit_touching", ref="main", path="README.md") == 0
+
+
+def test_latest_release_in_the_history_of_a_ref(repo):
+    g = samplers._Repo(repo.reset())
+    releases = {t: c for t, c in g.tags.items() if samplers.SEEDED_TAG.match(t)}
+    refs = sorted(g.branches) + sorted(releases) + [c[:12] for c in g.seeded()]
+    found = missing = 0
+    for ref in refs:
+        history = g.ancestors(g.resolve(ref))
+        mine = [t for t, c in releases.items() if c in history]
+        if not mine:
+            assert _check(repo, "latest_release_in", ref=ref) != 0, ref
+            missing += 1
+            continue
+        assert _check(repo, "latest_release_in", ref=ref) == 0
+        assert repo.tool("latest_release_in", ref=ref).strip() == max(mine, key=_version), ref
+        found += 1
+    assert found and missing  # both cases were seen
+
+
+def test_merge_into_a_branch_that_tracks_an_untracked_file(repo):
+    """A branch whose commit adds a file the workspace holds untracked (as a stack's
+    commit_file makes it): the merge must not need a checkout of that branch here."""
+    g = samplers._Repo(repo.reset())
+    side = next(n for n in sorted(g.branches) if n != "main"
+                and g.branches[n] not in g.ancestors(g.branches["main"]))
+    made = repo.sb.exec(["bash", "-c",
+                         "mkdir -p logs && printf 'worker died\\n' > logs/app.log"
+                         " && blob=$(git hash-object -w -- logs/app.log)"
+                         " && export GIT_INDEX_FILE=$(mktemp -u) && git read-tree main"
+                         " && git update-index --add --cacheinfo 100644 $blob logs/app.log"
+                         " && git branch evidence/add $(git commit-tree $(git write-tree)"
+                         " -p main -m 'Add evidence') && rm -f $GIT_INDEX_FILE"])
+    assert made.exit_code == 0, made.stderr
+    repo.tool("create_branch", name="work/a", start=side)
+    base = repo.state()["branches"]["evidence/add"]
+    repo.tool("merge_into", source="work/a", target="evidence/add")
+    tip = _tip(repo, "evidence/add")
+    assert tip["parents"] == [base, g.branches[side]]
+    assert tip["subject"] == "Merge branch 'work/a' into evidence/add"
+    assert repo.git("status", "--porcelain") == "?? logs/\n"
+    assert repo.git("symbolic-ref", "--short", "HEAD").strip() == "main"
+    assert repo.git("worktree", "list", "--porcelain").count("worktree ") == 1
