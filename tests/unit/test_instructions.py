@@ -653,4 +653,4 @@ def test_a_build_task_opens_with_a_motivation_its_graph_keeps():
     kept = [m.text for m in scenario.motivations if m.text.startswith("Support")]
     openings = {render_instruction(FILES, graph, trace, seed, checks=checks).text.split("\n")[0]
                 for seed in range(12)}
-    assert len(scenario.motivations) == 2 and openings == set(kept), openings
+    assert len(scenario.motivations) > len(kept) and openings == set(kept), openings

@@ -155,3 +155,30 @@ def first_line(content: dict, rng: random.Random, value: str = "", **_: str) -> 
         raise LookupError(f"{value!r} has no first line distinctive enough to name it by")
     return line
 
+
+
+# ---- lookups' wrong guesses: other values of their type from the probe state -------------
+
+def _log_words(content: dict) -> list[list[str]]:
+    """The whitespace-separated words of every line of the seeded logs (probe state)."""
+    files = content.get("files", {})
+    return [line.split() for path in sorted(files) if path.startswith("logs/")
+            and path.endswith(".log") and isinstance(files[path], str)
+            for line in files[path].splitlines()]
+
+
+def log_component(content: dict, rng: random.Random, **_: str) -> str:
+    """A component the logs name (the word in square brackets), without its brackets."""
+    names = sorted({w[2][1:-1] for w in _log_words(content)
+                    if len(w) > 2 and len(w[2]) > 2 and w[2][0] == "[" and w[2][-1] == "]"})
+    if not names:
+        raise LookupError("no log line names a component")
+    return rng.choice(names)
+
+
+def error_time(content: dict, rng: random.Random, **_: str) -> str:
+    """The timestamp of a line at level ERROR in the logs, as the log writes it."""
+    stamps = sorted({w[0] for w in _log_words(content) if len(w) > 1 and w[1] == "ERROR"})
+    if not stamps:
+        raise LookupError("no log line at level ERROR")
+    return rng.choice(stamps)
