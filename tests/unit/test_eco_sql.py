@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from environments.ecosystems import load_ecosystem
-from tasks.core.commands import render_command
+from tasks.core.commands import render_command, render_shell
 from tests.support.probes import run_probe
 
 SQL = load_ecosystem("sql")
@@ -329,13 +329,25 @@ def _rows(con: sqlite3.Connection, table: str) -> list[tuple]:
     return sorted(con.execute(f"SELECT * FROM {table}").fetchall())
 
 
+def test_a_tie_for_the_top_line_is_ambiguous(tmp_path):
+    con = _shop_at(tmp_path, 3, 1)
+    (order,) = con.execute("SELECT order_id FROM order_items "
+                           "GROUP BY order_id HAVING COUNT(*) > 1 LIMIT 1").fetchone()
+    check = render_shell(SQL.spec.tool("top_line_product").ambiguity_check or "",
+                         {"db": "shop.db", "order": str(order)})
+    con.execute("UPDATE order_items SET line_total = 9999 WHERE order_id = ?", (order,))
+    con.commit()
+    assert subprocess.run(["bash", "-c", check], cwd=tmp_path).returncode == 1
+
+
 def test_order_and_product_ids_are_taken_only_by_their_tools():
     takers = {t: sorted(x.name for x in SQL.spec.tools for p in x.params
                         if p.typed and p.type == t)
               for t in ("sql.customer_id", "sql.order_id", "sql.product_id")}
     assert takers == {"sql.customer_id": ["customer_orders", "latest_order"],
-                      "sql.order_id": ["order_lines"], "sql.product_id": ["product_orders"]}
-    for name in ("latest_order", "best_seller"):
+                      "sql.order_id": ["order_lines", "top_line_product"],
+                      "sql.product_id": ["product_orders"]}
+    for name in ("latest_order", "top_line_product", "best_seller"):
         assert SQL.spec.tool(name).observes_value
 
 
@@ -352,6 +364,14 @@ def test_latest_order_and_best_seller_on_a_seeded_shop(tmp_path, seed, scale):
     lines = _rows(con, "lines")
     assert lines and lines == _rows(con, "lines1") == sorted(con.execute(
         "SELECT * FROM order_items WHERE order_id = ?", (int(order),)).fetchall())
+    top = _run(tmp_path, "top_line_product", order=order)
+    totals = dict(con.execute("SELECT product_id, line_total FROM order_items "
+                              "WHERE order_id = ?", (int(order),)))
+    assert totals[int(top)] == max(totals.values())
+    check = render_shell(SQL.spec.tool("top_line_product").ambiguity_check or "",
+                         {"db": "shop.db", "order": order})
+    unique = list(totals.values()).count(max(totals.values())) == 1
+    assert (subprocess.run(["bash", "-c", check], cwd=tmp_path).returncode == 0) == unique
 
     units: Counter[int] = Counter()
     for product, quantity in con.execute(
