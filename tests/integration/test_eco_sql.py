@@ -20,7 +20,7 @@ import pytest
 from environments.docker.config import DockerConfig
 from environments.ecosystems import load_ecosystem
 from flows.run.providers import close_run, provider_for
-from tasks.core.commands import render_command
+from tasks.core.commands import render_command, render_shell
 from tasks.execute.realize import probe, realize
 from tests.support.candidates import build_planned
 
@@ -232,6 +232,35 @@ def test_every_tool_by_hand(shop):
     shop.run("customer_orders", a)
     assert _same_rows(shop.state()["tables"][a["out"]],
                       [r for r in orders if int(r["customer_id"]) == int(top)])
+
+    # chained lookups: that customer's most recent order, whose lines a new table holds,
+    # and the product of its costliest line, whose orders another one holds
+    latest = shop.run("latest_order", shop.args("latest_order", customer=most))
+    mine = [r for r in orders if int(r["customer_id"]) == int(most)]
+    assert latest == max(mine, key=lambda r: (r["order_date"], int(r["order_id"])))["order_id"]
+    a = shop.args("order_lines", order=latest)
+    shop.run("order_lines", a)
+    lines = [r for r in tables["order_items"] if r["order_id"] == latest]
+    assert lines and _same_rows(shop.state()["tables"][a["out"]], lines)
+    a = shop.args("top_line_product", order=latest)
+    product = shop.run("top_line_product", a)
+    assert product == max(lines, key=lambda r: float(r["line_total"]))["product_id"]
+    check = render_shell(SQL.spec.tool("top_line_product").ambiguity_check or "", a)
+    assert shop.sb.exec(["bash", "-c", check], timeout=30).exit_code == 0
+    a = shop.args("product_orders", product=product)
+    shop.run("product_orders", a)
+    ids = {i["order_id"] for i in tables["order_items"] if i["product_id"] == product}
+    assert latest in ids
+    assert _same_rows(shop.state()["tables"][a["out"]], [o for o in orders if o["order_id"] in ids])
+
+    a = shop.args("best_seller")
+    status = {o["order_id"]: o["status"] for o in orders}
+    units: Counter[int] = Counter()
+    for i in tables["order_items"]:
+        if status.get(i["order_id"]) == a["status"]:
+            units[int(i["product_id"])] += int(i["quantity"])
+    best = shop.run("best_seller", a)
+    assert int(best) == min(units, key=lambda p: (-units[p], p))
 
     # a lookup of a file: the incoming list with the most lines, which an import can take
     incoming = {p: text for p, text in shop.state()["files"].items()

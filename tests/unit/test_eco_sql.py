@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from environments.ecosystems import load_ecosystem
-from tasks.core.commands import render_command
+from tasks.core.commands import render_command, render_shell
 from tests.support.probes import run_probe
 
 SQL = load_ecosystem("sql")
@@ -289,3 +289,109 @@ def test_a_duplicated_customer_is_told_apart_by_email(tmp_path):
         root = _build(tmp_path / str(seed), seed, "duplicate_customer")
         keys.add(_sample("duplicate_key", _probe(root), str(seed), table="customers"))
     assert keys == {"email"}
+
+
+# ---- chained lookups: a customer's latest order, the best seller ------------------------
+
+def _shop_at(root: Path, seed: int, scale: int) -> sqlite3.Connection:
+    for rel, data in SQL.seed_state(seed, scale=scale).items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    con = sqlite3.connect(root / "shop.db")
+    con.executescript((root / ".seed/shop.sql").read_text())
+    shutil.rmtree(root / ".seed")
+    return con
+
+
+def _each(root: Path, tool: str, args: dict[str, str]) -> list[str]:
+    """What the tool's command and each of its alternatives print, in that order; a
+    write's commands each get a new table (``out`` with a number appended)."""
+    spec = SQL.spec.tool(tool)
+    outs = []
+    for n, cmd in enumerate([spec.command, *spec.alternatives]):
+        given = {"db": "shop.db", **args}
+        if "out" in given and n:
+            given["out"] += str(n)
+        outs.append(subprocess.run(["bash", "-c", render_command(
+            spec.model_copy(update={"command": cmd}), given)], cwd=root, check=True,
+            capture_output=True, text=True).stdout.strip())
+    return outs
+
+
+def _run(root: Path, tool: str, **args: str) -> str:
+    """A read's output; each of its alternatives prints the same."""
+    outs = set(_each(root, tool, args))
+    assert len(outs) == 1, (tool, args, outs)
+    return outs.pop()
+
+
+def _rows(con: sqlite3.Connection, table: str) -> list[tuple]:
+    return sorted(con.execute(f"SELECT * FROM {table}").fetchall())
+
+
+def test_a_tie_for_the_top_line_is_ambiguous(tmp_path):
+    con = _shop_at(tmp_path, 3, 1)
+    (order,) = con.execute("SELECT order_id FROM order_items "
+                           "GROUP BY order_id HAVING COUNT(*) > 1 LIMIT 1").fetchone()
+    check = render_shell(SQL.spec.tool("top_line_product").ambiguity_check or "",
+                         {"db": "shop.db", "order": str(order)})
+    con.execute("UPDATE order_items SET line_total = 9999 WHERE order_id = ?", (order,))
+    con.commit()
+    assert subprocess.run(["bash", "-c", check], cwd=tmp_path).returncode == 1
+
+
+def test_order_and_product_ids_are_taken_only_by_their_tools():
+    takers = {t: sorted(x.name for x in SQL.spec.tools for p in x.params
+                        if p.typed and p.type == t)
+              for t in ("sql.customer_id", "sql.order_id", "sql.product_id")}
+    assert takers == {"sql.customer_id": ["customer_orders", "latest_order"],
+                      "sql.order_id": ["order_lines", "top_line_product"],
+                      "sql.product_id": ["product_orders"]}
+    for name in ("latest_order", "top_line_product", "best_seller"):
+        assert SQL.spec.tool(name).observes_value
+
+
+@pytest.mark.skipif(shutil.which("sqlite3") is None, reason="sqlite3 shell not installed")
+@pytest.mark.parametrize(("seed", "scale"), [(3, 1), (11, 1), (4, 10)])
+def test_latest_order_and_best_seller_on_a_seeded_shop(tmp_path, seed, scale):
+    con = _shop_at(tmp_path, seed, scale)
+    customer = _run(tmp_path, "most_orders_customer")
+    orders = con.execute("SELECT order_date, order_id FROM orders WHERE customer_id = ?",
+                         (int(customer),)).fetchall()
+    order = _run(tmp_path, "latest_order", customer=customer)
+    assert int(order) == max(orders)[1]
+    _each(tmp_path, "order_lines", {"order": order, "out": "lines"})
+    lines = _rows(con, "lines")
+    assert lines and lines == _rows(con, "lines1") == sorted(con.execute(
+        "SELECT * FROM order_items WHERE order_id = ?", (int(order),)).fetchall())
+    top = _run(tmp_path, "top_line_product", order=order)
+    totals = dict(con.execute("SELECT product_id, line_total FROM order_items "
+                              "WHERE order_id = ?", (int(order),)))
+    assert totals[int(top)] == max(totals.values())
+    check = render_shell(SQL.spec.tool("top_line_product").ambiguity_check or "",
+                         {"db": "shop.db", "order": order})
+    unique = list(totals.values()).count(max(totals.values())) == 1
+    assert (subprocess.run(["bash", "-c", check], cwd=tmp_path).returncode == 0) == unique
+
+    units: Counter[int] = Counter()
+    for product, quantity in con.execute(
+            "SELECT product_id, quantity FROM order_items JOIN orders USING (order_id) "
+            "WHERE status = 'delivered'"):
+        units[product] += quantity
+    product = _run(tmp_path, "best_seller", status="delivered")
+    assert int(product) == min(units, key=lambda p: (-units[p], p))
+    _each(tmp_path, "product_orders", {"product": product, "out": "sold"})
+    ids = {o for (o,) in con.execute("SELECT order_id FROM order_items WHERE product_id = ?",
+                                     (int(product),))}
+    got = _rows(con, "sold")
+    assert got == _rows(con, "sold1") and [r[0] for r in got] == sorted(ids)
+    assert [d[1] for d in con.execute("PRAGMA table_info(sold)")] == [
+        d[1] for d in con.execute("PRAGMA table_info(orders)")]
+
+
+def test_id_samplers_draw_seeded_ids(shop):
+    _, state = shop
+    order = _sample("placed_order", state)
+    assert order in {o["order_id"] for o in state["tables"]["orders"]}
+    product = _sample("sold_product", state)
+    assert product in {i["product_id"] for i in state["tables"]["order_items"]}

@@ -198,6 +198,7 @@ def _workspace(name: str, seed: int, root: Path) -> dict:
 
 SAMPLED = {
     "sql": [("top_spender", "order_status", {}), ("city_orders", "city", {}),
+            ("latest_order", "placed_order", {}), ("best_seller", "sold_product", {}),
             ("count_where", "filter_column", {"table": "customers"}),
             ("top_rows", "top_count", {"table": "orders"}),
             ("lookup_max", "numeric_column", {"table": "products"}),

@@ -363,12 +363,25 @@ def order_status(content: dict, rng: random.Random, **_: str) -> str:
     return filter_value(content, rng, table="orders", column="status", among=SALE_STATUSES)
 
 
-# ---- customers: other seeded ids (the open-loop guess for a looked-up customer) ----------
+# ---- ids: other seeded ones (the open-loop guess for a looked-up customer, order, product)
 
 def customer_with_orders(content: dict, rng: random.Random, **_: str) -> str:
     """The customer_id of a customer who placed at least one order."""
     ids = sorted({str(o["customer_id"]) for o in _rows(content, "orders")}, key=int)
     return _choose(rng, ids, "customer with orders")
+
+
+def placed_order(content: dict, rng: random.Random, **_: str) -> str:
+    """The order_id of an order (the open-loop guess for a looked-up order)."""
+    ids = sorted({str(o["order_id"]) for o in _rows(content, "orders")}, key=int)
+    return _choose(rng, ids, "order")
+
+
+def sold_product(content: dict, rng: random.Random, **_: str) -> str:
+    """The product_id of a product some order line sold (the open-loop guess for a
+    looked-up product)."""
+    ids = sorted({str(i["product_id"]) for i in _rows(content, "order_items")}, key=int)
+    return _choose(rng, ids, "product with order lines")
 
 
 
