@@ -75,6 +75,8 @@ class GraphBuilder:
     """The scenario's bound on write steps other than a fault's repairs (None: none)."""
     scope: list[str] | None = None
     """The scenario's state types: state values of other types are not bound (None: any)."""
+    barred: frozenset[str] = frozenset()
+    """Tools the graph may not grow with from now on (a lookup tree's tail bars lookups)."""
 
     @property
     def tools(self) -> list[ToolSpec]:
@@ -86,7 +88,7 @@ class GraphBuilder:
         full = self.max_writes is not None and writes >= self.max_writes
         return [t for t in self.eco.spec.tools
                 if not t.repair and (self.recipe is None or t.name in self.recipe)
-                and not (full and t.effect == "write")]
+                and not (full and t.effect == "write") and t.name not in self.barred]
 
     def lookup_first(self) -> bool:
         """Start with a lookup (when one can start): as the candidate drew it, or with

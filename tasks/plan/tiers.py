@@ -22,8 +22,9 @@ HARD_SCALE = 10
 """The hard tier's seed scale: every family of seeded entries ten times as many."""
 HARD_MIN_LOOKUPS = 3
 """Looked-up values a hard graph holds at least (:func:`tasks.plan.lookups.looked_up`)."""
-HARD_DEPTH_WEIGHTS: dict[int, float] = {6: 1, 7: 2, 8: 1}
-"""Depths of a hard graph: its looked-up values and the work they feed."""
+HARD_DEPTH_WEIGHTS: dict[int, float] = {7: 1, 8: 2}
+"""Depths of a hard graph: its looked-up values and the work they feed (about fifteen
+turns of a trajectory at seven or eight steps)."""
 
 
 @dataclass(frozen=True)

@@ -233,7 +233,7 @@ def add_tree(b: GraphBuilder, node: Node) -> str | None:
 def lookup_tree(b: GraphBuilder, depth: int, need: int) -> bool:
     """A graph of about ``depth`` steps whose ``need`` looked-up values meet in one piece of
     work: a tree (:func:`draw_tree`), then, after a write that ends it, a chain up to
-    ``depth`` steps."""
+    ``depth`` steps without lookups (a lookup there would read back what the task wrote)."""
     tree = draw_tree(b, need, depth)
     if tree is None:
         return False
@@ -241,5 +241,6 @@ def lookup_tree(b: GraphBuilder, depth: int, need: int) -> bool:
     if sink is None:
         return False
     if b.eco.spec.tool(b.steps[-1].tool).effect == "write" and len(b.steps) < depth:
+        b.barred = frozenset(t.name for t in b.eco.spec.tools if t.observes_value)
         b.extend(sink, depth - len(b.steps), may_end_in_read=True)
     return True

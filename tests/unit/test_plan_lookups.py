@@ -18,8 +18,10 @@ from tasks.plan.tiers import HARD_DEPTH_WEIGHTS, HARD_MIN_LOOKUPS
 from tests.unit.test_plan import assert_satisfiable
 
 BUILD = {"build": 1.0}
-OBSERVING = ["service", "files+git+sql"]
-"""The ecosystems whose tools give three looked-up values (the others give two)."""
+OBSERVING = ["files", "git", "service", "sql", "files+git+sql"]
+"""Every built-in ecosystem and stack: each one's tools give three looked-up values."""
+INVENTORY = "tests/fixtures/ecosystems/inventory"
+"""A user's ecosystem without a lookup."""
 
 
 def _hard(name, n=30, seed=41):
@@ -72,26 +74,31 @@ def test_hard_graphs_are_deep_and_mostly_end_in_work():
     assert writes >= len(candidates) // 2
 
 
-@pytest.mark.parametrize("name", ["files", "git", "sql"])
-def test_an_ecosystem_with_two_lookups_fails_at_once_and_says_why(name):
-    eco = load_ecosystem(name)
-    assert lookup_capacity(eco) == 2
+def test_an_ecosystem_with_too_few_lookups_fails_at_once_and_says_why():
+    eco = load_ecosystem(INVENTORY)
+    assert lookup_capacity(eco) == 0
     why = lookup_gap(eco, 3)
-    assert why and "at most 2" in why
-    assert all(t.name in why for t in eco.spec.tools if t.observes_value and not t.repair)
-    with pytest.raises(PlanningError, match="at most 2"):
+    assert why and "at most 0" in why and "lookups are none" in why
+    assert "docs/ecosystem-reference.md" in why
+    with pytest.raises(PlanningError, match="at most 0"):
         next(iter_candidates(eco, 5, 41, HARD_DEPTH_WEIGHTS, BUILD, min_lookups=3))
-    assert lookup_gap(eco, 2) is None
+    assert lookup_gap(eco, 0) is None
+    git = load_ecosystem("git")
+    assert lookup_capacity(git, ["last_commit_touching", "stalest_branch", "count_commits",
+                                 "tip_subject", "tag_annotated"]) == 2
+    assert lookup_gap(git, 5) and not lookup_gap(git, 4)
 
 
 def test_capacity_counts_one_input_per_looked_up_value():
-    """sql has three lookups, but the two that print a customer feed one tool's one input."""
+    """The two sql lookups that print a customer feed one input of customer_orders: one
+    looked-up value there; latest_order takes the other customer, so the chain gives two."""
     sql = load_ecosystem("sql")
-    assert lookup_capacity(sql) == 2
     assert lookup_capacity(sql, ["top_spender", "most_orders_customer", "customer_orders"]) == 1
+    assert lookup_capacity(sql, ["top_spender", "most_orders_customer", "customer_orders",
+                                 "latest_order", "order_lines"]) == 3
     assert lookup_capacity(load_ecosystem("service")) == 4
-    with pytest.raises(PlanningError, match="fewer than 3"):
-        plan_graph(sql, 1, HARD_DEPTH_WEIGHTS, min_lookups=3)
+    with pytest.raises(PlanningError, match="fewer than 6"):
+        plan_graph(sql, 1, HARD_DEPTH_WEIGHTS, min_lookups=6)
 
 
 @pytest.mark.parametrize("name", ["files", "git", "sql", "service", "files+git+sql"])

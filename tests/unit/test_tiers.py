@@ -20,7 +20,7 @@ def test_each_tier_sets_its_depths_and_hard_its_kinds():
         == DEFAULT_DEPTH_WEIGHTS
     easy, hard = RunSettings(difficulty="easy"), RunSettings(difficulty="hard")
     assert max(easy.depth_weights) == 3 and easy.kinds == RunSettings().kinds
-    assert min(hard.depth_weights) == 6 and hard.kinds == {"build": 1.0}
+    assert min(hard.depth_weights) == 7 and hard.kinds == {"build": 1.0}
     assert hard.where_possible == []
     # depths the user gives win over the tier's
     assert RunSettings(difficulty="hard", depth_weights={8: 1}).depth_weights == {8: 1}
