@@ -33,6 +33,7 @@ Reason = Literal[
     "hackable",          # an agent that only attacks the verifier gets a reward
     "promise_unchecked",  # the verifier passes a near miss that breaks one promise
     "no_observation_needed",  # solvable open-loop, and the run requires observation
+    "too_few_lookups",   # (hard tier) repairs left the graph fewer looked-up values than asked
     "case_layout",       # (reconstruct) too few seeds lay out what the program reads
     "case_failed",       # (reconstruct) the reference program fails on a case
     "case_too_large",    # (reconstruct) a public case's workspace is too large to ship

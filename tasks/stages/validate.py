@@ -6,6 +6,7 @@ from schemas.records import StageName
 from tasks.core.failures import StageFailure
 from tasks.execute.realize import LiveEnvironment
 from tasks.gate.gate import Gated, run_gate, run_reconstruct_gate
+from tasks.plan.lookups import looked_up
 from tasks.plan.tiers import TIER_RULES, scale_of
 from tasks.reconstruct.program import program_trace
 from tasks.stages.context import CandidateContext, Phase
@@ -15,9 +16,11 @@ class Validate:
     """An unrepaired trace is gated in its execution sandbox; a repaired one in a fresh
     sandbox realized from the seed plus the repairs' additions, which must reproduce the
     state the trace started from.  Every sandbox is closed before the later stages, which
-    may wait for an LLM.  A run that requires observation rejects a task the open-loop
-    control solves.  A reconstruct task is gated in its execution sandbox, laid out as the
-    agent's workspace (:func:`tasks.gate.gate.run_reconstruct_gate`)."""
+    may wait for an LLM.  A run that requires observation, and every hard candidate, is
+    rejected when the open-loop control solves it; a hard candidate whose repairs left it
+    fewer looked-up values than its tier asks is rejected before the gate.  A reconstruct
+    task is gated in its execution sandbox, laid out as the agent's workspace
+    (:func:`tasks.gate.gate.run_reconstruct_gate`)."""
 
     name: StageName = "validate"
     phase: Phase = "gate_s"
@@ -28,6 +31,11 @@ class Validate:
     gives: tuple[str, ...] = ("gate",)
 
     def run(self, ctx: CandidateContext) -> None:
+        need = TIER_RULES[ctx.candidate.tier].min_lookups
+        if need and ctx.graph.fault is None and (held := looked_up(ctx.eco, ctx.graph)) < need:
+            raise StageFailure("validate", "too_few_lookups",
+                               f"the repaired graph holds {held} looked-up values; the "
+                               f"{ctx.candidate.tier} tier asks {need}")
         if ctx.cases is not None:
             trace = program_trace(ctx.eco, ctx.graph, ctx.trace)
             ctx.gate = run_reconstruct_gate(ctx.env.sandbox, ctx.eco, Gated(
