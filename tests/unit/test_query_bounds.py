@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.interrupts import CLI_WITH_CTRL_C
+
 V1 = Path(__file__).parents[1] / "fixtures" / "datasets" / "v1"
 ROOT = Path(__file__).parents[2]
 SORT = "select i, md5(i::varchar) h from range({n}) t(i) order by h"
@@ -30,7 +32,9 @@ def data(tmp_path):
 def start(data: Path, *args: str, cwd: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(cwd.parent / "tmp")}
     Path(env["TMPDIR"]).mkdir(exist_ok=True)
-    return subprocess.Popen([sys.executable, "-m", "flows.cli", "query", *args, "--data",
+    # SIGINT at its default, as a terminal's job has it (a suite started without job
+    # control would hand it down ignored)
+    return subprocess.Popen([sys.executable, "-c", CLI_WITH_CTRL_C, "query", *args, "--data",
                              str(data)], cwd=cwd, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
 
@@ -71,7 +75,10 @@ def test_an_interrupt_stops_duckdb_mid_sort_with_one_line_and_exit_130(data, tmp
     time.sleep(4)  # inside the sort
     assert proc.poll() is None
     proc.send_signal(signum)
-    _, err = proc.communicate(timeout=30)
+    try:
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
     assert proc.returncode == 130, err
     assert err.splitlines() == ["taskfactory: interrupted; nothing was left running"]
     assert scratch_of(proc.pid, tmp_path / "tmp") == []
@@ -158,7 +165,10 @@ def test_a_timeout_past_the_platforms_clock_still_watches(data, tmp_path):
     proc = start(data, SORT.format(n=10**9), "--timeout", "1e15", cwd=tmp_path)
     time.sleep(3)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+    try:
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
     assert proc.returncode != 0
     assert "OverflowError" not in err
     assert "interrupted" in err.lower() or "stopped" in err.lower(), err
